@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`. Both install what is missing.
+PYTHON ?= python3
+VENV   ?= .venv
+VPY    := $(VENV)/bin/python
+APT_PKGS := libfuse3-dev fuse3 pkg-config
+SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
+
+.PHONY: demo test deps lint bench stress clean
+.DEFAULT_GOAL := test
+
+# libfuse 3 headers, fusermount3 and pkg-config: installed with apt-get when root, else explained.
+deps:
+	@if pkg-config --exists 'fuse3 >= 3.10' 2>/dev/null && command -v fusermount3 >/dev/null; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing $(APT_PKGS) with apt-get"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	else \
+	  echo "pyfuse needs libfuse 3: run  sudo apt-get install $(APT_PKGS)  (then make again)"; \
+	  exit 1; \
+	fi
+
+$(VENV)/.installed: $(SOURCES)
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: deps $(VENV)/.installed
+	@set -e; mnt=$$(mktemp -d /tmp/pyfuse-demo.XXXXXX); \
+	echo "== mounting the hello example at $$mnt"; \
+	$(VPY) -m pyfuse.examples.hello "$$mnt" & pid=$$!; \
+	trap 'fusermount3 -u "$$mnt" 2>/dev/null || true; wait $$pid 2>/dev/null; rmdir "$$mnt"' EXIT; \
+	for i in $$(seq 50); do grep -q " $$mnt " /proc/self/mountinfo && break; sleep 0.1; done; \
+	echo "== ls -l $$mnt"; ls -l "$$mnt"; \
+	echo "== cat $$mnt/hello"; cat "$$mnt/hello"; \
+	echo "== unmounting"; fusermount3 -u "$$mnt"; wait $$pid; echo "== done (daemon exit status $$?)"
+
+test: deps $(VENV)/.installed
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VPY) -m ruff check pyfuse tests bench build_ffi.py setup.py
+
+clean:
+	rm -rf build dist *.egg-info pyfuse/_pyfuse_c*.so $(VENV)

@@ -1,0 +1,84 @@
+"""cffi builder for pyfuse._pyfuse_c (out-of-line API mode).
+
+Everything C lives in csrc/: the cdef Python sees (pyfuse_cdef.h), the C-to-Python entry points
+(callbacks_cdef.h, plain prototypes wrapped here in ``extern "Python+C"``) and the shim sources.
+Compiler and linker flags come from ``pkg-config fuse3``; if libfuse 3 is missing the build stops
+with one line naming the packages to install.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CSRC = os.path.join(HERE, "csrc")
+MIN_FUSE = "3.10"
+INSTALL_HINT = (
+    "pyfuse: libfuse 3 (>= %s) development files not found; install them first "
+    "(Debian/Ubuntu: apt-get install libfuse3-dev fuse3 pkg-config; "
+    "Fedora: dnf install fuse3-devel fuse3 pkgconf)" % MIN_FUSE
+)
+
+
+def _pkg_config(*args: str) -> str:
+    out = subprocess.run(["pkg-config", *args, "fuse3"], check=True, capture_output=True)
+    return out.stdout.decode().strip()
+
+
+def _fuse_flags() -> tuple[str, list[str], list[str], list[str], list[str]]:
+    if shutil.which("pkg-config") is None:
+        raise SystemExit(INSTALL_HINT)
+    try:
+        _pkg_config("--atleast-version=" + MIN_FUSE)
+        version = _pkg_config("--modversion")
+        cflags = _pkg_config("--cflags").split()
+        libs = _pkg_config("--libs").split()
+    except subprocess.CalledProcessError:
+        raise SystemExit(INSTALL_HINT) from None
+    include_dirs = [f[2:] for f in cflags if f.startswith("-I")]
+    other_cflags = [f for f in cflags if not f.startswith("-I")]
+    library_dirs = [f[2:] for f in libs if f.startswith("-L")]
+    libraries = [f[2:] for f in libs if f.startswith("-l")]
+    if not any(os.path.exists(os.path.join(d, "fuse.h")) for d in include_dirs):
+        raise SystemExit(INSTALL_HINT)
+    return version, include_dirs, other_cflags, library_dirs, libraries
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(CSRC, name)) as f:
+        return f.read()
+
+
+
+version, include_dirs, cflags, library_dirs, libraries = _fuse_flags()
+major, minor = (int(x) for x in version.split(".")[:2])
+use_version = "312" if (major, minor) >= (3, 12) else "35"
+
+ffibuilder = FFI()
+ffibuilder.cdef(_read("pyfuse_cdef.h"))
+ffibuilder.cdef('extern "Python+C" {\n' + _read("callbacks_cdef.h") + "\n}")
+
+extra = ["-Wall", "-Wextra", "-std=gnu11"]
+if os.environ.get("PYFUSE_CFLAGS"):
+    extra += os.environ["PYFUSE_CFLAGS"].split()
+ldextra = os.environ.get("PYFUSE_LDFLAGS", "").split()
+
+ffibuilder.set_source(
+    "pyfuse._pyfuse_c",
+    '#include "pyfuse.h"',
+    sources=[os.path.relpath(os.path.join(CSRC, n), HERE) for n in ("ops.c", "readdir.c", "session.c")],
+    include_dirs=[CSRC, *include_dirs],
+    library_dirs=library_dirs,
+    libraries=libraries,
+    define_macros=[("FUSE_USE_VERSION", use_version), ("_FILE_OFFSET_BITS", "64")],
+    extra_compile_args=extra + cflags,
+    extra_link_args=ldextra,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)
+    sys.exit(0)

@@ -1,0 +1,376 @@
+/* The fuse_operations table and one trampoline per operation: each finds the session serving the
+ * request, converts libfuse's arguments to the compact forms of pyfuse_cdef.h and makes exactly
+ * one call into Python. Only operations the filesystem overrides are put in the table. */
+#include "pyfuse.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#define H() (pyfuse_current()->handle)
+#define FH(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
+
+void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_mode = (mode_t)a->mode;
+    st->st_ino = (ino_t)a->ino;
+    st->st_nlink = (nlink_t)a->nlink;
+    st->st_uid = (uid_t)a->uid;
+    st->st_gid = (gid_t)a->gid;
+    st->st_size = (off_t)a->size;
+    st->st_blocks = (blkcnt_t)a->blocks;
+    st->st_rdev = (dev_t)a->rdev;
+    st->st_blksize = (blksize_t)a->blksize;
+    st->st_atim.tv_sec = a->atime_ns / 1000000000;
+    st->st_atim.tv_nsec = a->atime_ns % 1000000000;
+    st->st_mtim.tv_sec = a->mtime_ns / 1000000000;
+    st->st_mtim.tv_nsec = a->mtime_ns % 1000000000;
+    st->st_ctim.tv_sec = a->ctime_ns / 1000000000;
+    st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
+    /* C division truncates toward zero: keep tv_nsec in [0, 1e9) for times before 1970. */
+    if (st->st_atim.tv_nsec < 0) { st->st_atim.tv_sec--; st->st_atim.tv_nsec += 1000000000; }
+    if (st->st_mtim.tv_nsec < 0) { st->st_mtim.tv_sec--; st->st_mtim.tv_nsec += 1000000000; }
+    if (st->st_ctim.tv_nsec < 0) { st->st_ctim.tv_sec--; st->st_ctim.tv_nsec += 1000000000; }
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    struct pyfuse_session *s = pyfuse_current();
+    const struct pyfuse_config *c = &s->cfg;
+
+    (void)conn;
+    cfg->entry_timeout = c->entry_timeout;
+    cfg->attr_timeout = c->attr_timeout;
+    cfg->negative_timeout = c->negative_timeout;
+    cfg->use_ino = c->use_ino;
+    cfg->readdir_ino = c->readdir_ino;
+    cfg->hard_remove = c->hard_remove;
+    cfg->nullpath_ok = c->nullpath_ok;
+    cfg->direct_io = c->direct_io;
+    cfg->kernel_cache = c->kernel_cache;
+    cfg->auto_cache = c->auto_cache;
+    cfg->set_uid = c->set_uid;
+    cfg->uid = (unsigned int)c->uid;
+    cfg->set_gid = c->set_gid;
+    cfg->gid = (unsigned int)c->gid;
+    cfg->set_mode = c->set_mode;
+    cfg->umask = (unsigned int)c->umask;
+    cfg->intr = c->intr;
+    if (PYFUSE_HAS(s, PYFUSE_OP_INIT))
+        pyfuse_cb_init(s->handle); /* a failing init() is logged by Python; the mount goes on */
+    return s;                      /* becomes fuse_get_context()->private_data */
+}
+
+static void op_destroy(void *private_data)
+{
+    struct pyfuse_session *s = private_data;
+
+    if (PYFUSE_HAS(s, PYFUSE_OP_DESTROY))
+        pyfuse_cb_destroy(s->handle);
+}
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    struct pyfuse_attr a;
+    int res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
+
+    if (res == 0)
+        pyfuse_attr_to_stat(&a, st);
+    return res;
+}
+
+static int op_readlink(const char *path, char *buf, size_t size)
+{
+    return pyfuse_cb_readlink(H(), path, buf, size);
+}
+
+static int op_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+    return pyfuse_cb_mknod(H(), path, mode, rdev);
+}
+
+static int op_mkdir(const char *path, mode_t mode)
+{
+    return pyfuse_cb_mkdir(H(), path, mode);
+}
+
+static int op_unlink(const char *path)
+{
+    return pyfuse_cb_unlink(H(), path);
+}
+
+static int op_rmdir(const char *path)
+{
+    return pyfuse_cb_rmdir(H(), path);
+}
+
+static int op_symlink(const char *target, const char *path)
+{
+    return pyfuse_cb_symlink(H(), target, path);
+}
+
+static int op_rename(const char *old, const char *new, unsigned int flags)
+{
+    return pyfuse_cb_rename(H(), old, new, flags);
+}
+
+static int op_link(const char *old, const char *new)
+{
+    return pyfuse_cb_link(H(), old, new);
+}
+
+static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_chmod(H(), path, mode, FH(fi));
+}
+
+static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    /* (uid_t)-1 means "leave unchanged"; Python sees -1. */
+    return pyfuse_cb_chown(H(), path, uid == (uid_t)-1 ? -1 : (int64_t)uid,
+                           gid == (gid_t)-1 ? -1 : (int64_t)gid, FH(fi));
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_truncate(H(), path, size, FH(fi));
+}
+
+static void open_out(struct fuse_file_info *fi, const struct pyfuse_open *o)
+{
+    fi->fh = o->fh;
+    if (o->direct_io)
+        fi->direct_io = 1;
+    if (o->keep_cache)
+        fi->keep_cache = 1;
+    if (o->nonseekable)
+        fi->nonseekable = 1;
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+    struct pyfuse_open o = { .flags = fi->flags };
+    int res = pyfuse_cb_open(H(), path, &o);
+
+    if (res == 0)
+        open_out(fi, &o);
+    return res;
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    struct pyfuse_open o = { .flags = fi->flags };
+    int res = pyfuse_cb_create(H(), path, mode, &o);
+
+    if (res == 0)
+        open_out(fi, &o);
+    return res;
+}
+
+static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_read(H(), path, buf, size, off, fi->fh);
+}
+
+static int op_write(const char *path, const char *buf, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    return pyfuse_cb_write(H(), path, buf, size, off, fi->fh);
+}
+
+static int op_statfs(const char *path, struct statvfs *out)
+{
+    struct pyfuse_statvfs v;
+    int res = pyfuse_cb_statfs(H(), path, &v);
+
+    if (res == 0) {
+        memset(out, 0, sizeof *out);
+        out->f_bsize = v.bsize;
+        out->f_frsize = v.frsize;
+        out->f_blocks = v.blocks;
+        out->f_bfree = v.bfree;
+        out->f_bavail = v.bavail;
+        out->f_files = v.files;
+        out->f_ffree = v.ffree;
+        out->f_favail = v.favail;
+        out->f_fsid = v.fsid;
+        out->f_flag = v.flag;
+        out->f_namemax = v.namemax;
+    }
+    return res;
+}
+
+static int op_flush(const char *path, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_flush(H(), path, fi->fh);
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_release(H(), path, fi->fh, fi->flags);
+}
+
+static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_fsync(H(), path, datasync, fi->fh);
+}
+
+static int op_setxattr(const char *path, const char *name, const char *value, size_t size,
+                       int flags)
+{
+    return pyfuse_cb_setxattr(H(), path, name, value, size, flags);
+}
+
+static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+{
+    return pyfuse_cb_getxattr(H(), path, name, value, size);
+}
+
+static int op_listxattr(const char *path, char *list, size_t size)
+{
+    return pyfuse_cb_listxattr(H(), path, list, size);
+}
+
+static int op_removexattr(const char *path, const char *name)
+{
+    return pyfuse_cb_removexattr(H(), path, name);
+}
+
+static int op_access(const char *path, int mask)
+{
+    return pyfuse_cb_access(H(), path, mask);
+}
+
+static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    int which = 0;
+    int64_t ns[2] = { 0, 0 };
+
+    for (int i = 0; i < 2; i++) {
+        if (tv == NULL || tv[i].tv_nsec == UTIME_NOW)
+            which |= i ? PYFUSE_MTIME_NOW : PYFUSE_ATIME_NOW;
+        else if (tv[i].tv_nsec == UTIME_OMIT)
+            which |= i ? PYFUSE_MTIME_OMIT : PYFUSE_ATIME_OMIT;
+        else
+            ns[i] = (int64_t)tv[i].tv_sec * 1000000000 + tv[i].tv_nsec;
+    }
+    return pyfuse_cb_utimens(H(), path, ns[0], ns[1], which, FH(fi));
+}
+
+static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct flock *lk)
+{
+    struct pyfuse_flock l = {
+        .type = lk->l_type, .whence = lk->l_whence, .start = lk->l_start,
+        .len = lk->l_len, .pid = lk->l_pid,
+    };
+    int res = pyfuse_cb_lock(H(), path, fi->fh, cmd, &l);
+
+    if (res == 0) {
+        lk->l_type = (short)l.type;
+        lk->l_whence = (short)l.whence;
+        lk->l_start = l.start;
+        lk->l_len = l.len;
+        lk->l_pid = (pid_t)l.pid;
+    }
+    return res;
+}
+
+static int op_flock(const char *path, struct fuse_file_info *fi, int op)
+{
+    return pyfuse_cb_flock(H(), path, fi->fh, op);
+}
+
+static int op_fallocate(const char *path, int mode, off_t off, off_t len,
+                        struct fuse_file_info *fi)
+{
+    return pyfuse_cb_fallocate(H(), path, mode, off, len, fi ? fi->fh : 0);
+}
+
+static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in,
+                                  const char *path_out, struct fuse_file_info *fi_out,
+                                  off_t off_out, size_t size, int flags)
+{
+    return pyfuse_cb_copy_file_range(H(), path_in, fi_in->fh, off_in, path_out, fi_out->fh,
+                                     off_out, size, flags);
+}
+
+static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_lseek(H(), path, off, whence, fi->fh);
+}
+
+static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi,
+                    unsigned int flags, void *data)
+{
+    size_t size = _IOC_SIZE(cmd);
+    size_t in_size = (_IOC_DIR(cmd) & _IOC_WRITE) ? size : 0;
+    size_t out_size = (_IOC_DIR(cmd) & _IOC_READ) ? size : 0;
+    uint64_t fh = fi->fh;
+
+    if ((flags & FUSE_IOCTL_DIR) && fh != 0) /* our opendir put a struct pyfuse_dir there */
+        fh = ((struct pyfuse_dir *)(uintptr_t)fi->fh)->fh;
+    return pyfuse_cb_ioctl(H(), path, cmd, (uint64_t)(uintptr_t)arg, fh, flags, data, in_size,
+                           out_size);
+}
+
+static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
+                   unsigned *reventsp)
+{
+    int res = pyfuse_cb_poll(H(), path, fi->fh, reventsp);
+
+    /* Readiness notification is not offered: the kernel polls again when asked. */
+    if (ph)
+        fuse_pollhandle_destroy(ph);
+    return res;
+}
+
+void pyfuse_fill_ops(struct fuse_operations *o, uint64_t m)
+{
+#define SET(OP, field, fn) if ((m >> PYFUSE_OP_##OP) & 1u) o->field = fn
+    memset(o, 0, sizeof *o);
+    o->init = op_init; /* always: it applies the Config */
+    SET(DESTROY, destroy, op_destroy);
+    SET(GETATTR, getattr, op_getattr);
+    SET(READLINK, readlink, op_readlink);
+    SET(MKNOD, mknod, op_mknod);
+    SET(MKDIR, mkdir, op_mkdir);
+    SET(UNLINK, unlink, op_unlink);
+    SET(RMDIR, rmdir, op_rmdir);
+    SET(SYMLINK, symlink, op_symlink);
+    SET(RENAME, rename, op_rename);
+    SET(LINK, link, op_link);
+    SET(CHMOD, chmod, op_chmod);
+    SET(CHOWN, chown, op_chown);
+    SET(TRUNCATE, truncate, op_truncate);
+    SET(OPEN, open, op_open);
+    SET(READ, read, op_read);
+    SET(WRITE, write, op_write);
+    SET(STATFS, statfs, op_statfs);
+    SET(FLUSH, flush, op_flush);
+    SET(RELEASE, release, op_release);
+    SET(FSYNC, fsync, op_fsync);
+    SET(SETXATTR, setxattr, op_setxattr);
+    SET(GETXATTR, getxattr, op_getxattr);
+    SET(LISTXATTR, listxattr, op_listxattr);
+    SET(REMOVEXATTR, removexattr, op_removexattr);
+    SET(FSYNCDIR, fsyncdir, pyfuse_op_fsyncdir);
+    SET(ACCESS, access, op_access);
+    SET(CREATE, create, op_create);
+    SET(LOCK, lock, op_lock);
+    SET(UTIMENS, utimens, op_utimens);
+    SET(IOCTL, ioctl, op_ioctl);
+    SET(POLL, poll, op_poll);
+    SET(FLOCK, flock, op_flock);
+    SET(FALLOCATE, fallocate, op_fallocate);
+    SET(COPY_FILE_RANGE, copy_file_range, op_copy_file_range);
+    SET(LSEEK, lseek, op_lseek);
+    /* Directory handles carry the shim's stream state, so any directory op brings all three. */
+    if (m & ((1ull << PYFUSE_OP_READDIR) | (1ull << PYFUSE_OP_OPENDIR) |
+             (1ull << PYFUSE_OP_RELEASEDIR) | (1ull << PYFUSE_OP_FSYNCDIR))) {
+        o->opendir = pyfuse_op_opendir;
+        o->releasedir = pyfuse_op_releasedir;
+    }
+    SET(READDIR, readdir, pyfuse_op_readdir);
+#undef SET
+}

@@ -1,0 +1,39 @@
+/* Internal header of the C shim: libfuse, the shared cdef types and the Python entry points. */
+#ifndef PYFUSE_H
+#define PYFUSE_H
+
+#include <fuse.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "pyfuse_cdef.h"
+#include "callbacks_cdef.h"
+
+struct pyfuse_session {
+    struct fuse *fuse;
+    void *handle;          /* ffi.new_handle(Session), kept alive by the Python Session */
+    uint64_t opmask;       /* 1 << PYFUSE_OP_x for each method the filesystem overrides */
+    struct pyfuse_config cfg;
+};
+
+#define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
+
+/* The session serving the current request (fuse_get_context()->private_data is what init returned). */
+static inline struct pyfuse_session *pyfuse_current(void)
+{
+    return (struct pyfuse_session *)fuse_get_context()->private_data;
+}
+
+/* ops.c */
+void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);
+void pyfuse_fill_ops(struct fuse_operations *ops, uint64_t opmask);
+
+/* readdir.c: the directory operations of the table */
+int pyfuse_op_opendir(const char *path, struct fuse_file_info *fi);
+int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int pyfuse_op_releasedir(const char *path, struct fuse_file_info *fi);
+int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
+
+#endif

@@ -1,0 +1,124 @@
+/* Directory listing: the open-directory handle, the READDIR/READDIRPLUS trampoline and the batch
+ * filler. Python makes one call per kernel request and hands C batches of entries (names in one
+ * NUL-separated buffer, attributes in one array); the per-entry loop over libfuse's filler is here.
+ *
+ * Offsets given to libfuse are never 0: libfuse < 3.17.1 drops readdirplus attributes in its
+ * offset-0 ("whole listing at once") mode, so positional listings are numbered base + i + 1. */
+#include "pyfuse.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pyfuse_fill {
+    void *buf;
+    fuse_fill_dir_t filler;
+    int plus;
+};
+
+static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
+{
+    return (struct pyfuse_dir *)(uintptr_t)fi->fh;
+}
+
+int pyfuse_op_opendir(const char *path, struct fuse_file_info *fi)
+{
+    struct pyfuse_session *s = pyfuse_current();
+    struct pyfuse_dir *d = calloc(1, sizeof *d); /* one per opendir, never per entry */
+
+    if (d == NULL)
+        return -ENOMEM;
+    d->eof_off = -1;
+    if (PYFUSE_HAS(s, PYFUSE_OP_OPENDIR)) {
+        int res = pyfuse_cb_opendir(s->handle, path, &d->fh);
+        if (res != 0) {
+            free(d);
+            return res;
+        }
+    }
+    fi->fh = (uint64_t)(uintptr_t)d;
+    return 0;
+}
+
+int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    struct pyfuse_dir *d = dir_of(fi);
+    struct pyfuse_fill fill = { buf, filler, (flags & FUSE_READDIR_PLUS) != 0 };
+
+    /* A positional listing that already ended at this offset: answer EOF without Python. */
+    if (d->mode == 1 && d->eof_off >= 0 && off == d->eof_off)
+        return 0;
+    return pyfuse_cb_readdir(pyfuse_current()->handle, path, off, d, &fill, fill.plus);
+}
+
+int pyfuse_op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    struct pyfuse_session *s = pyfuse_current();
+    struct pyfuse_dir *d = dir_of(fi);
+    int res = 0;
+
+    /* Python only when there is something to do: a kept stream to close or a user releasedir. */
+    if (d->key != 0 || PYFUSE_HAS(s, PYFUSE_OP_RELEASEDIR))
+        res = pyfuse_cb_releasedir(s->handle, path, d);
+    free(d);
+    return res;
+}
+
+int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    return pyfuse_cb_fsyncdir(pyfuse_current()->handle, path, datasync, dir_of(fi)->fh);
+}
+
+/* Check a batch before any of it reaches libfuse: exactly n non-empty names, none longer than
+ * 255 bytes, none with '/'. A NUL inside a name shows up as one name too many. */
+static int check_names(const char *names, size_t names_len, int n)
+{
+    const char *p = names, *end = names + names_len;
+
+    for (int i = 0; i < n; i++) {
+        const char *nul = memchr(p, '\0', (size_t)(end - p));
+        size_t len = (nul ? nul : end) - p;
+
+        if (len == 0 || memchr(p, '/', len) != NULL)
+            return -EINVAL;
+        if (len > 255)
+            return -ENAMETOOLONG;
+        if (nul == NULL)
+            return i == n - 1 ? 0 : -EINVAL;
+        p = nul + 1;
+    }
+    return -EINVAL; /* more names than n */
+}
+
+int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,
+                const int64_t *offs, const struct pyfuse_attr *attrs, int64_t base)
+{
+    const char *p = names;
+    struct stat st;
+    int res;
+
+    if (n <= 0)
+        return 0;
+    res = check_names(names, names_len, n);
+    if (res != 0)
+        return res;
+    for (int i = 0; i < n; i++) {
+        int64_t off = offs ? offs[i] : base + i + 1;
+        const struct stat *sp = NULL;
+        enum fuse_fill_dir_flags fl = 0;
+
+        if (off <= 0)
+            return -EINVAL;
+        if (attrs != NULL && attrs[i].mode != 0) {
+            pyfuse_attr_to_stat(&attrs[i], &st);
+            sp = &st;
+            if (f->plus)
+                fl = FUSE_FILL_DIR_PLUS;
+        }
+        if (f->filler(f->buf, p, sp, off, fl))
+            return i; /* kernel buffer full: entries i.. go in the next request */
+        p += strlen(p) + 1;
+    }
+    return n;
+}

@@ -1,0 +1,186 @@
+/* Session life cycle: fuse_new, mount, the (multi-threaded) loop with signal handling, unmount,
+ * destroy; plus the request context and the routing of libfuse's log messages to Python. All of
+ * these are called from Python with the GIL released (cffi API mode). */
+#include "pyfuse.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include <fuse_lowlevel.h>
+
+pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
+                           const struct pyfuse_config *cfg)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct fuse_operations ops;
+    struct pyfuse_session *s = calloc(1, sizeof *s);
+
+    if (s == NULL)
+        return NULL;
+    s->handle = handle;
+    s->opmask = opmask;
+    s->cfg = *cfg;
+    pyfuse_fill_ops(&ops, opmask);
+    s->fuse = fuse_new(&args, &ops, sizeof ops, s);
+    fuse_opt_free_args(&args);
+    if (s->fuse == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
+{
+    return fuse_mount(s->fuse, mountpoint) == 0 ? 0 : -EIO;
+}
+
+/* Signal handling for run() in the main thread. libfuse's fuse_set_signal_handlers() only takes
+ * over signals whose handler is SIG_DFL, and Python owns SIGINT, so Ctrl-C would never reach it;
+ * the shim installs its own handlers for the duration of the loop and restores the caller's after.
+ * A signal handler can only find the session through a global: these two are the shim's only
+ * mutable globals, set while one loop runs with signals (Python allows one: the main thread). */
+static struct fuse_session *volatile signal_session;
+static volatile sig_atomic_t signal_received;
+static pthread_t signal_loop_thread;
+
+static void on_signal(int sig)
+{
+    struct fuse_session *se = signal_session;
+
+    if (se == NULL)
+        return;
+    signal_received = sig;
+    fuse_session_exit(se);
+    /* The loop thread waits in sem_wait()/read(): interrupt it so it sees the exit flag. */
+    if (!pthread_equal(pthread_self(), signal_loop_thread))
+        pthread_kill(signal_loop_thread, sig);
+}
+
+static const int loop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+#define NSIG_SAVED (sizeof loop_signals / sizeof loop_signals[0])
+
+static int install_signals(struct fuse_session *se, struct sigaction *saved)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: blocked reads must return EINTR */
+    signal_received = 0;
+    signal_loop_thread = pthread_self();
+    signal_session = se;
+    for (size_t i = 0; i < NSIG_SAVED; i++) {
+        sa.sa_handler = loop_signals[i] == SIGPIPE ? SIG_IGN : on_signal;
+        if (sigaction(loop_signals[i], &sa, &saved[i]) != 0) {
+            int err = -errno;
+            while (i-- > 0)
+                sigaction(loop_signals[i], &saved[i], NULL);
+            signal_session = NULL;
+            return err;
+        }
+    }
+    return 0;
+}
+
+static void restore_signals(const struct sigaction *saved)
+{
+    for (size_t i = 0; i < NSIG_SAVED; i++)
+        sigaction(loop_signals[i], &saved[i], NULL);
+    signal_session = NULL;
+}
+
+int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int signals)
+{
+    struct sigaction saved[NSIG_SAVED];
+    int res;
+
+    if (signals) {
+        res = install_signals(fuse_get_session(s->fuse), saved);
+        if (res != 0)
+            return res;
+    }
+    if (threads) {
+#if FUSE_USE_VERSION >= 312
+        struct fuse_loop_config *lc = fuse_loop_cfg_create();
+
+        if (lc == NULL) {
+            res = -ENOMEM;
+        } else {
+            fuse_loop_cfg_set_clone_fd(lc, (unsigned int)clone_fd);
+            if (max_threads > 0)
+                fuse_loop_cfg_set_max_threads(lc, (unsigned int)max_threads);
+            res = fuse_loop_mt(s->fuse, lc);
+            fuse_loop_cfg_destroy(lc);
+        }
+#else
+        struct fuse_loop_config lc = { .clone_fd = clone_fd, .max_idle_threads = 10 };
+
+        (void)max_threads;
+        res = fuse_loop_mt(s->fuse, &lc);
+#endif
+    } else {
+        res = fuse_loop(s->fuse);
+    }
+    if (signals) {
+        restore_signals(saved);
+        if (signal_received)
+            res = signal_received;
+    }
+    /* > 0: the signal that ended the loop (a clean stop); < 0: -errno. */
+    return res;
+}
+
+void pyfuse_unmount(pyfuse_session *s)
+{
+    fuse_unmount(s->fuse); /* a no-op when the kernel side is already gone */
+}
+
+void pyfuse_destroy(pyfuse_session *s)
+{
+    fuse_destroy(s->fuse);
+    free(s);
+}
+
+int pyfuse_umount2(const char *mountpoint, int lazy)
+{
+    return umount2(mountpoint, lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
+}
+
+int pyfuse_get_context(struct pyfuse_ctx *out)
+{
+    struct fuse_context *c = fuse_get_context();
+
+    if (c == NULL || c->fuse == NULL)
+        return -ENOENT;
+    out->uid = c->uid;
+    out->gid = c->gid;
+    out->pid = c->pid;
+    out->umask = c->umask;
+    return 0;
+}
+
+static void log_to_python(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    int len = vsnprintf(msg, sizeof msg, fmt, ap);
+
+    if (len < 0)
+        return;
+    if ((size_t)len >= sizeof msg)
+        len = sizeof msg - 1;
+    while (len > 0 && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+    pyfuse_cb_log((int)level, msg);
+}
+
+void pyfuse_log_init(void)
+{
+    fuse_set_log_func(log_to_python);
+}

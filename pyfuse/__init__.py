@@ -1,0 +1,14 @@
+"""pyfuse: write Linux filesystems in Python, on libfuse 3 through a small C shim.
+
+Subclass :class:`Operations`, then ``pyfuse.run(ops, mountpoint)`` or
+``with pyfuse.mount(ops, mountpoint): ...``. See docs/ for guides.
+"""
+from .errors import FuseError
+from .operations import Operations
+from .session import Session, context, is_mounted, mount, run, unmount
+from .types import Attr, Config, Context, DirEntry, FileInfo, Lock, StatVFS
+
+__version__ = "0.1.0"
+
+__all__ = ["Operations", "Attr", "DirEntry", "StatVFS", "Config", "Context", "FileInfo", "Lock",
+           "FuseError", "Session", "run", "mount", "context", "unmount", "is_mounted"]

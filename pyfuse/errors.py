@@ -1,0 +1,49 @@
+"""The error policy: how an exception raised in a handler becomes the errno the caller sees.
+
+=====================================  ===============================================
+raised in a handler                    the caller gets
+=====================================  ===============================================
+``FuseError(errno)`` / any ``OSError``  that errno (``os.lstat`` failures pass through)
+with an errno
+``OSError`` without an errno            ``EIO``, one logged traceback
+``NotImplementedError``                 ``ENOSYS``
+any other ``Exception``                 ``EIO``, one logged traceback
+a wrong return type or value            ``EIO``, one logged error line
+``KeyboardInterrupt``, ``SystemExit``   ``EINTR``; the loop stops and ``run()`` re-raises
+=====================================  ===============================================
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+
+__all__ = ["FuseError", "errno_for"]
+
+log = logging.getLogger("pyfuse")
+
+
+class FuseError(OSError):
+    """An error with an errno for the process that made the request: ``raise FuseError(ENOENT)``."""
+
+    def __init__(self, errno_: int, message: str | None = None) -> None:
+        super().__init__(errno_, message or os.strerror(errno_))
+
+
+class BadReturn(TypeError):
+    """A handler returned something of the wrong type or value (logged as an error, EIO)."""
+
+
+def errno_for(exc: BaseException, op: str) -> int:
+    """Map an exception raised by handler ``op`` to a positive errno, logging as the policy says.
+
+    BaseExceptions that are not Exceptions are not handled here (see the session)."""
+    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+        return exc.errno
+    if isinstance(exc, NotImplementedError):
+        return errno.ENOSYS
+    if isinstance(exc, BadReturn):
+        log.error("%s: %s", op, exc)
+        return errno.EIO
+    log.error("%s raised %s; replying EIO", op, type(exc).__name__, exc_info=exc)
+    return errno.EIO

@@ -1,0 +1,1 @@
+"""Example filesystems, each runnable as ``python -m pyfuse.examples.NAME``."""

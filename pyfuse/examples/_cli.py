@@ -1,0 +1,37 @@
+"""The command line the examples share: MOUNTPOINT, --debug, -o OPT[,OPT...], --help."""
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any, Optional, Sequence
+
+
+def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
+          ) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Parse the arguments; returns (namespace, keyword arguments for pyfuse.run)."""
+    p = argparse.ArgumentParser(description=description)
+    if source:
+        p.add_argument("source", help="directory to mirror")
+    p.add_argument("mountpoint", help="empty directory to mount on")
+    p.add_argument("--debug", action="store_true", help="log every request (libfuse -d)")
+    p.add_argument("--single", action="store_true", help="serve with one thread")
+    p.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
+                   help="mount option, e.g. -o allow_other or -o fsname=demo")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    options: dict[str, Any] = {}
+    for group in args.options:
+        for opt in group.split(","):
+            if opt:
+                k, eq, v = opt.partition("=")
+                options[k] = v if eq else True
+    kwargs: dict[str, Any] = {"debug": args.debug, "threads": not args.single}
+    for flag in ("ro", "allow_other", "default_permissions"):
+        if options.pop(flag, False):
+            kwargs[flag] = True
+    for name in ("fsname", "subtype"):
+        if name in options:
+            kwargs[name] = str(options.pop(name))
+    kwargs["options"] = options
+    return args, kwargs

@@ -1,0 +1,50 @@
+"""The smallest useful filesystem: a read-only root holding one file, ``hello``.
+
+    python -m pyfuse.examples.hello /mnt/x      # serves until Ctrl-C or fusermount3 -u /mnt/x
+    cat /mnt/x/hello                            # Hello World!
+"""
+from __future__ import annotations
+
+import errno
+import stat
+from typing import Iterator, Optional, Sequence
+
+import pyfuse
+
+CONTENT = b"Hello World!\n"
+
+
+class Hello(pyfuse.Operations):
+    """A root directory with one read-only file."""
+
+    def getattr(self, path: str, fh: Optional[int]) -> pyfuse.Attr:
+        if path == "/":
+            return pyfuse.Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+        if path == "/hello":
+            return pyfuse.Attr(mode=stat.S_IFREG | 0o444, size=len(CONTENT))
+        raise pyfuse.FuseError(errno.ENOENT)
+
+    def readdir(self, path: str, offset: int, fh: int, plus: bool) -> Iterator[str]:
+        yield from (".", "..", "hello")
+
+    def open(self, path: str, flags: int) -> int:
+        if path != "/hello":
+            raise pyfuse.FuseError(errno.ENOENT)
+        if flags & 3 != 0:  # O_WRONLY or O_RDWR
+            raise pyfuse.FuseError(errno.EACCES)
+        return 0
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        return CONTENT[offset:offset + size]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ._cli import parse
+
+    args, kwargs = parse("Mount a read-only filesystem holding one file, 'hello'.", argv)
+    pyfuse.run(Hello(), args.mountpoint, **kwargs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

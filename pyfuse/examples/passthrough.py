@@ -1,0 +1,180 @@
+"""Mirror a directory: every operation is forwarded to the real filesystem below SOURCE.
+
+    python -m pyfuse.examples.passthrough SOURCE MOUNTPOINT
+
+Errors from the underlying system calls propagate unchanged: an :class:`OSError` raised by
+``os.*`` carries its errno, which pyfuse hands to the caller. File handles are the real file
+descriptors. Readdir hands out attributes with the names (one ``os.scandir`` pass), so the kernel
+needs no lookup per entry for ``ls -l``.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from typing import Iterator, Optional, Sequence
+
+import pyfuse
+from pyfuse import Attr, DirEntry
+
+
+class Passthrough(pyfuse.Operations):
+    """Forward everything to ``source``."""
+
+    def __init__(self, source: str) -> None:
+        self.source = os.path.realpath(source)
+
+    def _p(self, path: str) -> str:
+        return self.source + path if path != "/" else self.source
+
+    # -- attributes and names ----------------------------------------------------------------
+    def getattr(self, path: str, fh: Optional[int]) -> os.stat_result:
+        if fh is not None:
+            return os.fstat(fh)
+        return os.lstat(self._p(path))
+
+    def access(self, path: str, mode: int) -> None:
+        if not os.access(self._p(path), mode):
+            raise pyfuse.FuseError(errno.EACCES)
+
+    def readlink(self, path: str) -> str:
+        return os.readlink(self._p(path))
+
+    def mknod(self, path: str, mode: int, rdev: int) -> None:
+        os.mknod(self._p(path), mode, rdev)
+
+    def mkdir(self, path: str, mode: int) -> None:
+        os.mkdir(self._p(path), mode)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(self._p(path))
+
+    def rmdir(self, path: str) -> None:
+        os.rmdir(self._p(path))
+
+    def symlink(self, target: str, path: str) -> None:
+        os.symlink(target, self._p(path))
+
+    def rename(self, old: str, new: str, flags: int) -> None:
+        if flags:
+            _renameat2(self._p(old), self._p(new), flags)
+        else:
+            os.rename(self._p(old), self._p(new))
+
+    def link(self, old: str, new: str) -> None:
+        os.link(self._p(old), self._p(new))
+
+    def chmod(self, path: str, mode: int, fh: Optional[int]) -> None:
+        if fh is not None:
+            os.fchmod(fh, mode)
+        else:
+            os.chmod(self._p(path), mode)
+
+    def chown(self, path: str, uid: int, gid: int, fh: Optional[int]) -> None:
+        if fh is not None:
+            os.fchown(fh, uid, gid)
+        else:
+            os.lchown(self._p(path), uid, gid)
+
+    def truncate(self, path: str, size: int, fh: Optional[int]) -> None:
+        if fh is not None:
+            os.ftruncate(fh, size)
+        else:
+            os.truncate(self._p(path), size)
+
+    def utimens(self, path: str, atime_ns: Optional[int], mtime_ns: Optional[int],
+                fh: Optional[int]) -> None:
+        if atime_ns is None or mtime_ns is None:  # one of them is UTIME_OMIT: keep it
+            st = os.fstat(fh) if fh is not None else os.lstat(self._p(path))
+            atime_ns = st.st_atime_ns if atime_ns is None else atime_ns
+            mtime_ns = st.st_mtime_ns if mtime_ns is None else mtime_ns
+        if fh is not None:
+            os.utime(fh, ns=(atime_ns, mtime_ns))
+        else:
+            os.utime(self._p(path), ns=(atime_ns, mtime_ns), follow_symlinks=False)
+
+    # -- files -------------------------------------------------------------------------------
+    def open(self, path: str, flags: int) -> int:
+        return os.open(self._p(path), flags)
+
+    def create(self, path: str, mode: int, flags: int) -> int:
+        return os.open(self._p(path), flags | os.O_CREAT, mode)
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        return os.pread(fh, size, offset)
+
+    def write(self, path: str, data: memoryview, offset: int, fh: int) -> int:
+        return os.pwrite(fh, data, offset)
+
+    def statfs(self, path: str) -> os.statvfs_result:
+        return os.statvfs(self._p(path))
+
+    def flush(self, path: str, fh: int) -> None:
+        os.close(os.dup(fh))  # like passthrough.c: report close() errors of the real file
+
+    def release(self, path: str, fh: int) -> None:
+        os.close(fh)
+
+    def fsync(self, path: str, datasync: bool, fh: int) -> None:
+        (os.fdatasync if datasync else os.fsync)(fh)
+
+    def fallocate(self, path: str, mode: int, offset: int, length: int, fh: int) -> None:
+        if mode:
+            raise pyfuse.FuseError(errno.EOPNOTSUPP)
+        os.posix_fallocate(fh, offset, length)
+
+    def copy_file_range(self, path_in: str, fh_in: int, offset_in: int, path_out: str,
+                        fh_out: int, offset_out: int, size: int, flags: int) -> int:
+        return os.copy_file_range(fh_in, fh_out, size, offset_in, offset_out)
+
+    def lseek(self, path: str, offset: int, whence: int, fh: int) -> int:
+        return os.lseek(fh, offset, whence)
+
+    def flock(self, path: str, fh: int, op: int) -> None:
+        fcntl.flock(fh, op)
+
+    # -- extended attributes -----------------------------------------------------------------
+    def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
+        os.setxattr(self._p(path), name, value, flags, follow_symlinks=False)
+
+    def getxattr(self, path: str, name: str) -> bytes:
+        return os.getxattr(self._p(path), name, follow_symlinks=False)
+
+    def listxattr(self, path: str) -> list[str]:
+        return os.listxattr(self._p(path), follow_symlinks=False)
+
+    def removexattr(self, path: str, name: str) -> None:
+        os.removexattr(self._p(path), name, follow_symlinks=False)
+
+    # -- directories -------------------------------------------------------------------------
+    def readdir(self, path: str, offset: int, fh: int, plus: bool) -> Iterator[object]:
+        yield "."
+        yield ".."
+        with os.scandir(self._p(path)) as it:
+            for e in it:
+                try:
+                    yield DirEntry(e.name, Attr.from_stat(e.stat(follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue  # removed while listing
+
+
+def _renameat2(old: str, new: str, flags: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd = -100
+    if libc.renameat2(at_fdcwd, os.fsencode(old), at_fdcwd, os.fsencode(new), flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ._cli import parse
+
+    args, kwargs = parse("Mirror SOURCE at MOUNTPOINT.", argv, source=True)
+    pyfuse.run(Passthrough(args.source), args.mountpoint, **kwargs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,333 @@
+"""Mounting: :func:`run` (blocking) and :func:`mount` (a context manager serving on a thread).
+
+A :class:`Session` owns one libfuse instance: it builds the argument list, mounts, runs libfuse's
+loop (with the GIL released; handlers take it only while they run), and unmounts and destroys on
+the way out. The session's ``ffi.new_handle`` lives exactly as long as the Session object, which
+outlives the C instance, so callbacks never see a dead handle.
+"""
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import os
+import shutil
+import subprocess
+import threading
+from types import TracebackType
+from typing import Any, Iterator, Mapping, Optional
+
+from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
+from ._pyfuse_c import ffi, lib
+from .errors import errno_for
+from .operations import Operations, implemented
+from .types import Config, Context
+
+__all__ = ["Session", "run", "mount", "context", "unmount", "abort", "is_mounted"]
+
+log = logging.getLogger("pyfuse")
+lib.pyfuse_log_init()
+
+_OPS = {name: getattr(lib, "PYFUSE_OP_" + name.upper())
+        for name in vars(Operations) if hasattr(lib, "PYFUSE_OP_" + name.upper())}
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace(",", "\\,")
+
+
+def _mountinfo() -> Iterator[tuple[str, str, str]]:
+    """(mount point, major:minor, fstype) of each mount of this process's namespace."""
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index(b"-")
+            mnt = fields[4].decode("unicode_escape").encode("latin-1")
+            yield (os.fsdecode(mnt), fields[2].decode(), fields[sep + 1].decode())
+
+
+def is_mounted(mountpoint: str) -> bool:
+    """True if a FUSE filesystem is mounted at ``mountpoint`` (read from /proc/self/mountinfo)."""
+    mnt = os.path.abspath(mountpoint)
+    return any(m == mnt and t.startswith("fuse") for m, _, t in _mountinfo())
+
+
+def unmount(mountpoint: str, lazy: bool = False) -> None:
+    """Unmount the FUSE filesystem at ``mountpoint``.
+
+    As root this is umount2(2); if the mount is busy (open files) it is detached and, when
+    /sys/fs/fuse/connections is available, its connection aborted so that the daemon's loop ends
+    at once. Otherwise ``fusermount3 -u`` (``-z`` when lazy or busy) is used."""
+    mnt = os.path.abspath(mountpoint)
+    if os.geteuid() == 0:
+        dev = next((d for m, d, t in _mountinfo() if m == mnt and t.startswith("fuse")), None)
+        rc = lib.pyfuse_umount2(os.fsencode(mnt), lazy)
+        if rc == -errno.EBUSY:
+            rc = lib.pyfuse_umount2(os.fsencode(mnt), 1)
+            if rc == 0 and dev is not None:
+                _abort_connection(dev)
+        if rc != 0:
+            raise OSError(-rc, f"unmounting {mnt}: {os.strerror(-rc)}")
+        return
+    exe = shutil.which("fusermount3") or "fusermount3"
+    r = subprocess.run([exe, "-u", *(["-z"] if lazy else []), mnt], capture_output=True)
+    if r.returncode != 0 and not lazy:
+        r = subprocess.run([exe, "-u", "-z", mnt], capture_output=True)
+    if r.returncode != 0:
+        raise OSError(errno.EIO, f"fusermount3 -u {mnt}: {r.stderr.decode().strip()}")
+
+
+FUSECTL = "/sys/fs/fuse/connections"
+
+
+def _ensure_fusectl() -> bool:
+    """Mount the fusectl filesystem (root only) if it is not there; True if usable."""
+    if os.path.exists(os.path.join(FUSECTL, ".")) and os.listdir(FUSECTL):
+        return True
+    if os.geteuid() != 0:
+        return False
+    subprocess.run(["mount", "-t", "fusectl", "fusectl", FUSECTL], capture_output=True)
+    return bool(os.listdir(FUSECTL))
+
+
+def _abort_connection(dev: str) -> None:
+    """Abort a FUSE connection ("0:NN" from mountinfo): its pending and future requests fail
+    with ENOTCONN, and the daemon's loop ends. Needs root and fusectl."""
+    if not _ensure_fusectl():
+        return
+    try:
+        with open(f"{FUSECTL}/{dev.split(':')[1]}/abort", "w") as f:
+            f.write("1")
+        log.info("aborted FUSE connection %s", dev)
+    except OSError as e:
+        log.debug("could not abort FUSE connection %s: %s", dev, e)
+
+
+def abort(mountpoint: str) -> bool:
+    """Abort the FUSE connection behind ``mountpoint`` (root only): every process blocked on
+    it gets an error at once. A last resort for a hung filesystem; returns False if not found."""
+    mnt = os.path.abspath(mountpoint)
+    dev = next((d for m, d, t in _mountinfo() if m == mnt and t.startswith("fuse")), None)
+    if dev is None:
+        return False
+    _abort_connection(dev)
+    return True
+
+
+def _clean_stale(mnt: str) -> None:
+    """A daemon that died without unmounting leaves a mount whose every access fails with
+    ENOTCONN; detach it so the new mount can take its place."""
+    try:
+        os.stat(mnt)
+    except OSError as e:
+        if e.errno != errno.ENOTCONN:
+            raise
+        log.warning("%s: stale FUSE mount left by a dead daemon; unmounting it first", mnt)
+        unmount(mnt, lazy=True)
+
+
+class Session:
+    """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly."""
+
+    def __init__(self, ops: Operations, mountpoint: str, *, threads: bool = True,
+                 debug: bool = False, ro: bool = False, allow_other: bool = False,
+                 default_permissions: bool = False, fsname: Optional[str] = None,
+                 subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
+                 config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
+                 signals: Optional[bool] = None) -> None:
+        if not isinstance(ops, Operations):
+            raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
+        self.ops = ops
+        self.mountpoint = os.path.abspath(mountpoint)
+        self.threads = threads
+        self.max_threads = max_threads
+        self.clone_fd = clone_fd
+        self.signals = signals
+        self.config = config or Config()
+        self.fatal: Optional[BaseException] = None
+        self.dir_streams: dict[int, Any] = {}
+        self._dir_keys = itertools.count(1)
+        self._handle = ffi.new_handle(self)
+        self._c: Any = ffi.NULL
+        self._stopping = False
+        self.connection: Optional[str] = None  # "0:NN", the kernel's id for this mount
+        names = implemented(ops)
+        self.opmask = 0
+        for name, bit in _OPS.items():
+            meth = getattr(ops, name) if name in names else None
+            setattr(self, "op_" + name, meth)
+            if meth is not None:
+                self.opmask |= 1 << bit
+        opts = []
+        if ro:
+            opts.append("ro")
+        if allow_other:
+            opts.append("allow_other")
+        if default_permissions:
+            opts.append("default_permissions")
+        opts.append("fsname=" + _escape(fsname or "pyfuse"))
+        if subtype:
+            opts.append("subtype=" + _escape(subtype))
+        for k, v in (options or {}).items():
+            if v is True or v is None:
+                opts.append(k)
+            elif v is not False:
+                opts.append(f"{k}={_escape(str(v))}")
+        self.argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
+
+    # -- used by the callbacks -------------------------------------------------------------
+    def new_dir_key(self) -> int:
+        return next(self._dir_keys)
+
+    def errno_of(self, exc: BaseException, op: str) -> int:
+        """The positive errno for an exception a handler raised (see :mod:`pyfuse.errors`)."""
+        if isinstance(exc, Exception):
+            return errno_for(exc, op)
+        self._fatal_error(exc, op)
+        return errno.EINTR
+
+    def fail(self, exc: BaseException, op: str) -> int:
+        """The negative errno a callback returns for ``exc``."""
+        return -self.errno_of(exc, op)
+
+    def _fatal_error(self, exc: BaseException, op: str) -> None:
+        log.info("%s raised %s: stopping the filesystem", op, type(exc).__name__)
+        if self.fatal is None:
+            self.fatal = exc
+        # Unmounting from inside a request could wait on this very request: do it elsewhere.
+        threading.Thread(target=self.stop, name="pyfuse-stop", daemon=True).start()
+
+    # -- life cycle ------------------------------------------------------------------------
+    def mount(self) -> None:
+        """Create the libfuse instance and mount it (the kernel mount exists on return)."""
+        if not os.path.isdir(self.mountpoint):
+            _clean_stale(self.mountpoint)
+            if not os.path.isdir(self.mountpoint):
+                raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
+                                         self.mountpoint)
+        _clean_stale(self.mountpoint)
+        argv = [ffi.new("char[]", a.encode()) for a in self.argv]
+        argv_c = ffi.new("char *[]", argv + [ffi.NULL])
+        self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self.opmask,
+                                 self.config.to_c(ffi))
+        if self._c == ffi.NULL:
+            raise RuntimeError("fuse_new failed (see the 'pyfuse' log for libfuse's message)")
+        rc = lib.pyfuse_mount(self._c, os.fsencode(self.mountpoint))
+        if rc != 0:
+            lib.pyfuse_destroy(self._c)
+            self._c = ffi.NULL
+            raise OSError(-rc, f"mounting at {self.mountpoint} failed (see the 'pyfuse' log)")
+        self.connection = next((d for m, d, t in _mountinfo()
+                                if m == self.mountpoint and t.startswith("fuse")), None)
+        log.debug("mounted %s (connection %s)", self.mountpoint, self.connection)
+
+    def loop(self) -> None:
+        """Serve requests until unmounted or stopped; then unmount and free the instance.
+        Re-raises a KeyboardInterrupt/SystemExit that a handler raised."""
+        signals = self.signals
+        if signals is None:
+            signals = threading.current_thread() is threading.main_thread()
+        try:
+            rc = lib.pyfuse_loop(self._c, self.threads, self.max_threads, self.clone_fd, signals)
+        finally:
+            self._teardown()
+        if self.fatal is not None:
+            raise self.fatal
+        if rc < 0:
+            raise OSError(-rc, f"the FUSE loop failed: {os.strerror(-rc)}")
+        if rc > 0:
+            log.info("%s: signal %d received, unmounted", self.mountpoint, rc)
+
+    def _teardown(self) -> None:
+        if self._c != ffi.NULL:
+            lib.pyfuse_unmount(self._c)
+            lib.pyfuse_destroy(self._c)
+            self._c = ffi.NULL
+        for st in self.dir_streams.values():
+            st.close()
+        self.dir_streams.clear()
+
+    def stop(self) -> None:
+        """End the loop by unmounting (safe from any thread; a no-op once unmounted)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        try:
+            if is_mounted(self.mountpoint):
+                unmount(self.mountpoint)
+        except OSError as e:
+            log.error("%s: unmount failed: %s", self.mountpoint, e)
+
+
+def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
+    """Mount ``ops`` at ``mountpoint`` and serve until it is unmounted (``fusermount3 -u``,
+    ``umount``) or, when called from the main thread, SIGINT/SIGTERM/SIGHUP arrives; then
+    unmount and return.
+
+    Keyword arguments: ``threads=True`` (libfuse's multi-threaded loop; False for one thread),
+    ``debug`` (libfuse's request trace, logged on the ``pyfuse`` logger at DEBUG), ``ro``,
+    ``allow_other``, ``default_permissions``, ``fsname``, ``subtype``, ``options`` (a dict of
+    further ``-o`` mount options; True for a flag), ``config`` (a :class:`Config`),
+    ``max_threads``, ``clone_fd``, ``signals`` (default: only in the main thread).
+    """
+    s = Session(ops, mountpoint, **kwargs)
+    s.mount()
+    s.loop()
+
+
+class mount:  # noqa: N801  (used as a function: ``with pyfuse.mount(...)``)
+    """``with pyfuse.mount(ops, mountpoint, **kwargs) as session:`` mounts, serves on a
+    background thread and unmounts on exit. Returns once the kernel mount is live. An error in
+    the serving thread (or a handler's KeyboardInterrupt/SystemExit) is re-raised on exit.
+    Takes the keyword arguments of :func:`run`."""
+
+    def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
+        kwargs.setdefault("signals", False)
+        self.session = Session(ops, mountpoint, **kwargs)
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+        self._ready = threading.Event()
+
+    def _serve(self) -> None:
+        try:
+            self.session.mount()
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            self.session.loop()
+        except BaseException as e:
+            self._error = e
+
+    def __enter__(self) -> Session:
+        self._thread = threading.Thread(target=self._serve, name="pyfuse-loop", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+        return self.session
+
+    def __exit__(self, et: Optional[type], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        assert self._thread is not None
+        self.session.stop()
+        self._thread.join(10)
+        if self._thread.is_alive() and self.session.connection:
+            log.warning("%s: the loop did not end after unmount; aborting the connection",
+                        self.session.mountpoint)
+            _abort_connection(self.session.connection)
+            self._thread.join(10)
+        if self._error is not None and ev is None:
+            raise self._error
+
+
+def context() -> Context:
+    """The uid, gid, pid and umask of the process whose request is being served. Only valid
+    inside a handler; raises RuntimeError elsewhere."""
+    c = ffi.new("struct pyfuse_ctx *")
+    if lib.pyfuse_get_context(c) != 0:
+        raise RuntimeError("pyfuse.context() called outside a filesystem request")
+    return Context(c.uid, c.gid, c.pid, c.umask)

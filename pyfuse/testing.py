@@ -1,0 +1,128 @@
+"""Helpers for testing filesystems on real mounts (used by pyfuse's own tests; public).
+
+``fuse_available()`` tells whether this machine can mount; ``mounted()`` mounts an Operations
+object in-process; ``mounted_process()`` runs a daemon command (e.g. an example) and waits for its
+mount; ``wait_for_mount()`` polls /proc/self/mountinfo. Every helper unmounts on the way out,
+even when the body fails, and kills a daemon that does not exit.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Iterator, Optional, Sequence
+
+from .session import Session, is_mounted, mount, unmount
+
+__all__ = ["fuse_available", "wait_for_mount", "mounted", "mounted_process", "DaemonDied"]
+
+
+class DaemonDied(RuntimeError):
+    """The filesystem daemon exited before (or instead of) mounting; carries its output."""
+
+
+def fuse_available() -> bool:
+    """True when /dev/fuse can be opened and fusermount3 is installed."""
+    if shutil.which("fusermount3") is None:
+        return False
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _tail(path: Optional[str]) -> str:
+    if not path:
+        return ""
+    with open(path, errors="replace") as f:
+        return f.read()[-4000:]
+
+
+def wait_for_mount(mountpoint: str, timeout: float = 10.0,
+                   proc: Optional[subprocess.Popen[Any]] = None,
+                   log: Optional[str] = None) -> None:
+    """Wait until a FUSE filesystem is mounted at ``mountpoint``. Fails fast with the daemon's
+    output (``log``) if ``proc`` exits first; raises TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not is_mounted(mountpoint):
+        if proc is not None and proc.poll() is not None:
+            raise DaemonDied(f"daemon exited with {proc.returncode} before mounting:\n"
+                             f"{_tail(log)}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{mountpoint} not mounted after {timeout}s\n{_tail(log)}")
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def mounted(ops: Any, mountpoint: Optional[str] = None, **kwargs: Any) -> Iterator[Session]:
+    """Mount ``ops`` in this process (a background thread serves it); yields the Session, whose
+    ``mountpoint`` attribute is the path. A temporary mount point is made when none is given."""
+    tmp = None
+    if mountpoint is None:
+        tmp = mountpoint = tempfile.mkdtemp(prefix="pyfuse-test-")
+    try:
+        with mount(ops, mountpoint, **kwargs) as session:
+            yield session
+    finally:
+        if is_mounted(mountpoint):
+            unmount(mountpoint, lazy=True)
+        if tmp is not None:
+            os.rmdir(tmp)
+
+
+@contextlib.contextmanager
+def mounted_process(argv: Sequence[str], mountpoint: str, timeout: float = 10.0,
+                    log: Optional[str] = None, env: Optional[dict[str, str]] = None
+                    ) -> Iterator[subprocess.Popen[Any]]:
+    """Start a daemon (``argv``, e.g. ``[sys.executable, "-m", "pyfuse.examples.hello", mnt]``)
+    that mounts at ``mountpoint``; yield the Popen once mounted. On exit: ``fusermount3 -u`` and
+    wait; if that fails (or the body raised), lazy unmount and terminate/kill the daemon."""
+    own_log = log is None
+    if own_log:
+        fd, log = tempfile.mkstemp(prefix="pyfuse-daemon-", suffix=".log")
+        os.close(fd)
+    assert log is not None
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+    clean = False
+    try:
+        wait_for_mount(mountpoint, timeout, proc, log)
+        yield proc
+        clean = True
+    finally:
+        _stop(proc, mountpoint, clean)
+        if own_log:
+            os.unlink(log)
+
+
+def _stop(proc: subprocess.Popen[Any], mountpoint: str, clean: bool) -> None:
+    if clean and is_mounted(mountpoint):
+        r = subprocess.run(["fusermount3", "-u", mountpoint], capture_output=True)
+        if r.returncode == 0:
+            try:
+                proc.wait(timeout=10)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+    if is_mounted(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def python_module(name: str, *args: str) -> list[str]:
+    """argv to run ``python -m name args...`` with this interpreter."""
+    return [sys.executable, "-m", name, *args]

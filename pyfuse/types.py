@@ -1,0 +1,202 @@
+"""Value types handed between a filesystem and pyfuse, and their one conversion to C layout.
+
+``Attr`` and ``StatVFS`` are packed with :mod:`struct` into the compact structs of
+``csrc/pyfuse_cdef.h`` (twelve and eleven 8-byte fields); C converts those to ``struct stat`` and
+``struct statvfs``. Nothing else in pyfuse knows the layouts.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple, Optional, Union
+
+__all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "AttrLike"]
+
+# struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
+# ctime (i64).
+ATTR_STRUCT = struct.Struct("=5Q2qQ4q")
+STATVFS_STRUCT = struct.Struct("=11Q")
+NO_ATTR = bytes(ATTR_STRUCT.size)  # mode 0: "no attributes" for a readdir entry
+
+
+class Attr:
+    """File attributes, as returned by :meth:`Operations.getattr` or carried by a :class:`DirEntry`.
+
+    Times are integer nanoseconds since the epoch. ``ino`` is only passed to the kernel when the
+    mount uses ``Config(use_ino=True)``; otherwise libfuse numbers inodes itself.
+    """
+
+    __slots__ = ("mode", "ino", "nlink", "uid", "gid", "size", "blocks", "rdev", "blksize",
+                 "atime_ns", "mtime_ns", "ctime_ns")
+
+    def __init__(self, mode: int = 0, ino: int = 0, nlink: int = 1, uid: int = 0, gid: int = 0,
+                 size: int = 0, blocks: int = 0, rdev: int = 0, blksize: int = 4096,
+                 atime_ns: int = 0, mtime_ns: int = 0, ctime_ns: int = 0) -> None:
+        self.mode = mode
+        self.ino = ino
+        self.nlink = nlink
+        self.uid = uid
+        self.gid = gid
+        self.size = size
+        self.blocks = blocks
+        self.rdev = rdev
+        self.blksize = blksize
+        self.atime_ns = atime_ns
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = ctime_ns
+
+    @classmethod
+    def from_stat(cls, st: os.stat_result) -> Attr:
+        """Build an Attr from :func:`os.stat` / :func:`os.lstat` output."""
+        return cls(st.st_mode, st.st_ino, st.st_nlink, st.st_uid, st.st_gid, st.st_size,
+                   st.st_blocks, st.st_rdev, st.st_blksize, st.st_atime_ns, st.st_mtime_ns,
+                   st.st_ctime_ns)
+
+    def copy(self) -> Attr:
+        """A shallow copy (handy for filesystems that store Attr objects and hand out snapshots)."""
+        return Attr(*(getattr(self, f) for f in self.__slots__))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attr):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"Attr({inner})"
+
+
+AttrLike = Union[Attr, os.stat_result]
+
+
+def pack_attr(a: AttrLike) -> bytes:
+    """Pack an Attr or os.stat_result into struct pyfuse_attr (raises on bad types or ranges)."""
+    if type(a) is Attr:
+        return ATTR_STRUCT.pack(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
+                                a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
+    if isinstance(a, os.stat_result):
+        return ATTR_STRUCT.pack(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size,
+                                a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns,
+                                a.st_mtime_ns, a.st_ctime_ns)
+    if isinstance(a, Attr):  # a subclass
+        return ATTR_STRUCT.pack(*(getattr(a, f) for f in Attr.__slots__))
+    raise TypeError(f"expected Attr or os.stat_result, got {type(a).__name__}")
+
+
+class DirEntry(NamedTuple):
+    """One directory entry yielded by :meth:`Operations.readdir` (plain ``str`` names work too).
+
+    ``attr`` (optional) goes to the kernel with the entry: with readdirplus it saves a lookup per
+    entry, and in plain readdir it gives the entry type (``d_type``). ``offset`` is 0 (pyfuse
+    numbers the entries itself) or, for filesystems that resume listings themselves, the non-zero
+    offset from which a later ``readdir(path, offset, ...)`` continues *after* this entry.
+    """
+
+    name: str
+    attr: Optional[AttrLike] = None
+    offset: int = 0
+
+
+class StatVFS(NamedTuple):
+    """File system statistics for :meth:`Operations.statfs` (an os.statvfs_result works too)."""
+
+    f_bsize: int = 4096
+    f_frsize: int = 4096
+    f_blocks: int = 0
+    f_bfree: int = 0
+    f_bavail: int = 0
+    f_files: int = 0
+    f_ffree: int = 0
+    f_favail: int = 0
+    f_fsid: int = 0
+    f_flag: int = 0
+    f_namemax: int = 255
+
+
+def pack_statvfs(v: Any) -> bytes:
+    """Pack a StatVFS or os.statvfs_result into struct pyfuse_statvfs."""
+    return STATVFS_STRUCT.pack(v.f_bsize, v.f_frsize, v.f_blocks, v.f_bfree, v.f_bavail,
+                               v.f_files, v.f_ffree, v.f_favail, getattr(v, "f_fsid", 0),
+                               v.f_flag, v.f_namemax)
+
+
+@dataclass
+class Config:
+    """Mount-time settings copied into libfuse's ``struct fuse_config`` (see fuse.h).
+
+    Timeouts are in seconds: how long the kernel may cache a name lookup (``entry_timeout``), the
+    attributes (``attr_timeout``) and a failed lookup (``negative_timeout``). Set all three to 0 to
+    see every request. ``hard_remove`` unlinks open files at once (instead of renaming them to
+    ``.fuse_hidden*``); handlers then get ``path=None`` for such files and must use ``fh``.
+    """
+
+    entry_timeout: float = 1.0
+    attr_timeout: float = 1.0
+    negative_timeout: float = 0.0
+    use_ino: bool = False
+    readdir_ino: bool = False
+    hard_remove: bool = False
+    nullpath_ok: bool = False
+    direct_io: bool = False
+    kernel_cache: bool = False
+    auto_cache: bool = False
+    uid: Optional[int] = None
+    gid: Optional[int] = None
+    umask: Optional[int] = None
+    intr: bool = False
+
+    def to_c(self, ffi: Any) -> Any:
+        """The struct pyfuse_config for these settings."""
+        c = ffi.new("struct pyfuse_config *")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("uid", "gid", "umask"):
+                setattr(c, "set_" + ("mode" if f.name == "umask" else f.name), v is not None)
+                setattr(c, f.name, v or 0)
+            else:
+                setattr(c, f.name, v)
+        return c
+
+
+class Lock:
+    """A POSIX record lock as passed to :meth:`Operations.lock` (fields of ``struct flock``).
+
+    For ``F_GETLK`` the handler updates it in place to describe a conflicting lock, or sets
+    ``type`` to ``fcntl.F_UNLCK`` when there is none.
+    """
+
+    __slots__ = ("type", "whence", "start", "len", "pid")
+
+    def __init__(self, type: int, whence: int, start: int, len: int, pid: int) -> None:
+        self.type = type
+        self.whence = whence
+        self.start = start
+        self.len = len
+        self.pid = pid
+
+    def __repr__(self) -> str:
+        return (f"Lock(type={self.type}, whence={self.whence}, start={self.start}, "
+                f"len={self.len}, pid={self.pid})")
+
+
+class Context(NamedTuple):
+    """The process that made the request being served (see :func:`pyfuse.context`)."""
+
+    uid: int
+    gid: int
+    pid: int
+    umask: int
+
+
+class FileInfo(NamedTuple):
+    """What :meth:`Operations.open`/``create`` may return instead of a bare ``fh`` int, to set
+    per-open flags: bypass the page cache (``direct_io``), keep cached pages from an earlier open
+    (``keep_cache``), or mark the file as not seekable (``nonseekable``)."""
+
+    fh: int = 0
+    direct_io: bool = False
+    keep_cache: bool = False
+    nonseekable: bool = False

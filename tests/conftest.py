@@ -1,0 +1,132 @@
+"""Shared fixtures: real mounts only (in-process and as a subprocess), always unmounted, and a log
+checker that fails a test on an unexpected ERROR record from the pyfuse logger."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from pyfuse import testing
+from pyfuse.session import FUSECTL, _ensure_fusectl
+
+needs_fuse = pytest.mark.skipif(not testing.fuse_available(), reason="/dev/fuse not usable")
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    for item in items:
+        if "nofuse" not in item.keywords:
+            item.add_marker(needs_fuse)
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line("markers", "nofuse: runs without /dev/fuse (build smoke tests)")
+    config.addinivalue_line("markers", "expect_errors: the test expects ERROR log records")
+
+
+@pytest.fixture(autouse=True)
+def pyfuse_log_check(request: Any, caplog: Any) -> Iterator[None]:
+    """Fail a test on an ERROR record from the pyfuse logger unless marked expect_errors."""
+    caplog.set_level(logging.INFO, logger="pyfuse")
+    yield
+    if request.node.get_closest_marker("expect_errors"):
+        return
+    errors = [r for r in caplog.get_records("call") if r.name == "pyfuse"
+              and r.levelno >= logging.ERROR]
+    if errors:
+        pytest.fail("unexpected error log from pyfuse:\n" +
+                    "\n".join(caplog.text.splitlines()[-40:]))
+
+
+WATCHDOG_SECONDS = 45  # before pytest-timeout's 60 s: unblock, then let the test fail normally
+
+
+def _connections() -> set[str]:
+    try:
+        return set(os.listdir(FUSECTL))
+    except OSError:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def hung_mount_watchdog() -> Iterator[None]:
+    """A request that never gets an answer blocks the test in the kernel, where no timeout can
+    interrupt it. After WATCHDOG_SECONDS, abort every FUSE connection this test created: the
+    blocked calls then fail (ENOTCONN) and the test fails instead of hanging CI."""
+    _ensure_fusectl()
+    before = _connections()
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        for c in _connections() - before:
+            try:
+                with open(os.path.join(FUSECTL, c, "abort"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+
+    timer = threading.Timer(WATCHDOG_SECONDS, fire)
+    timer.daemon = True
+    timer.start()
+    yield
+    timer.cancel()
+    if fired.is_set():
+        pytest.fail(f"a FUSE request hung for {WATCHDOG_SECONDS}s; its connection was aborted")
+
+
+@pytest.fixture
+def mnt(tmp_path: Any) -> str:
+    path = tmp_path / "mnt"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def mount_ops(mnt: str) -> Iterator[Callable[..., Any]]:
+    """mount_ops(ops, **kwargs) mounts ops in-process at ``mnt``; unmounted at teardown."""
+    stack: list[Any] = []
+
+    def _mount(ops: Any, **kwargs: Any) -> Any:
+        cm = testing.mounted(ops, mnt, **kwargs)
+        session = cm.__enter__()
+        stack.append(cm)
+        return session
+
+    yield _mount
+    while stack:
+        stack.pop().__exit__(None, None, None)
+
+
+@pytest.fixture
+def example(tmp_path: Any) -> Iterator[Callable[..., Any]]:
+    """example(name, *args, mountpoint=...) runs pyfuse.examples.name as a daemon and waits
+    for its mount; the daemon is stopped and the mount removed at teardown."""
+    stack: list[Any] = []
+
+    def _run(name: str, *args: str, mountpoint: str) -> subprocess.Popen[Any]:
+        log = str(tmp_path / f"{name}.log")
+        cm = testing.mounted_process(
+            testing.python_module(f"pyfuse.examples.{name}", *args, mountpoint), mountpoint,
+            log=log)
+        proc = cm.__enter__()
+        proc.log = log  # type: ignore[attr-defined]
+        stack.append(cm)
+        return proc
+
+    yield _run
+    while stack:
+        stack.pop().__exit__(None, None, None)
+
+
+def daemon_log(proc: Any) -> str:
+    with open(proc.log, errors="replace") as f:
+        return f.read()
+
+
+def no_fuse_mounts_under(path: str) -> bool:
+    with open("/proc/self/mountinfo") as f:
+        return not any(line.split()[4].startswith(os.path.abspath(path)) for line in f)
