@@ -18,9 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = os.path.join(HERE, "csrc")
 MIN_FUSE = "3.10"
 INSTALL_HINT = (
-    "pyfuse: libfuse 3 (>= %s) development files not found; install them first "
+    f"pyfuse: libfuse 3 (>= {MIN_FUSE}) development files not found; install them first "
     "(Debian/Ubuntu: apt-get install libfuse3-dev fuse3 pkg-config; "
-    "Fedora: dnf install fuse3-devel fuse3 pkgconf)" % MIN_FUSE
+    "Fedora: dnf install fuse3-devel fuse3 pkgconf)"
 )
 
 
@@ -70,7 +70,7 @@ ldextra = os.environ.get("PYFUSE_LDFLAGS", "").split()
 ffibuilder.set_source(
     "pyfuse._pyfuse_c",
     '#include "pyfuse.h"',
-    sources=[os.path.relpath(os.path.join(CSRC, n), HERE) for n in ("ops.c", "readdir.c", "session.c")],
+    sources=[os.path.join("csrc", n) for n in ("ops.c", "readdir.c", "session.c")],
     include_dirs=[CSRC, *include_dirs],
     library_dirs=library_dirs,
     libraries=libraries,

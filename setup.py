@@ -1,4 +1,4 @@
-"""Build hook: the only thing setup.py does is declare the cffi module (metadata is in pyproject)."""
+"""Build hook: setup.py only declares the cffi module; metadata lives in pyproject.toml."""
 from setuptools import setup
 
 setup(cffi_modules=["build_ffi.py:ffibuilder"])

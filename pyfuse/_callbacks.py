@@ -17,8 +17,16 @@ from typing import Any, Optional
 
 from ._pyfuse_c import ffi, lib
 from .errors import BadReturn
-from .types import ATTR_STRUCT, NO_ATTR, STATVFS_STRUCT, DirEntry, FileInfo, Lock, pack_attr, \
-    pack_statvfs
+from .types import (
+    ATTR_STRUCT,
+    NO_ATTR,
+    STATVFS_STRUCT,
+    DirEntry,
+    FileInfo,
+    Lock,
+    pack_attr,
+    pack_statvfs,
+)
 
 log = logging.getLogger("pyfuse")
 

@@ -113,9 +113,10 @@ class Operations:
 
     # -- files ------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> Union[int, FileInfo, None]:
-        """Open ``path`` with ``open(2)`` ``flags`` (``O_CREAT``/``O_EXCL`` are handled by the
-        kernel; ``O_TRUNC`` arrives here and the handler must truncate the file). Return a file handle (an int you choose, passed back as ``fh``), a
-        :class:`FileInfo` to also set per-open flags, or ``None`` (``fh`` = 0)."""
+        """Open ``path`` with ``open(2)`` ``flags``. ``O_CREAT``/``O_EXCL`` are handled by the
+        kernel; ``O_TRUNC`` arrives here and the handler must truncate the file. Return a file
+        handle (an int you choose, passed back as ``fh``), a :class:`FileInfo` to also set
+        per-open flags, or ``None`` (``fh`` = 0)."""
         raise _enosys()
 
     def create(self, path: str, mode: int, flags: int) -> Union[int, FileInfo, None]:

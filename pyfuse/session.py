@@ -118,10 +118,10 @@ def _clean_stale(mnt: str) -> None:
     """A daemon that died without unmounting leaves a mount whose every access fails with
     ENOTCONN; detach it so the new mount can take its place."""
     try:
-        os.stat(mnt)
+        os.statvfs(mnt)  # never answered from a cache, unlike stat
     except OSError as e:
         if e.errno != errno.ENOTCONN:
-            raise
+            return  # not a stale mount; Session.mount reports a bad mount point
         log.warning("%s: stale FUSE mount left by a dead daemon; unmounting it first", mnt)
         unmount(mnt, lazy=True)
 
@@ -200,12 +200,10 @@ class Session:
     # -- life cycle ------------------------------------------------------------------------
     def mount(self) -> None:
         """Create the libfuse instance and mount it (the kernel mount exists on return)."""
-        if not os.path.isdir(self.mountpoint):
-            _clean_stale(self.mountpoint)
-            if not os.path.isdir(self.mountpoint):
-                raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
-                                         self.mountpoint)
         _clean_stale(self.mountpoint)
+        if not os.path.isdir(self.mountpoint):
+            raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
+                                     self.mountpoint)
         argv = [ffi.new("char[]", a.encode()) for a in self.argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
         self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self.opmask,

@@ -19,7 +19,16 @@ from typing import Any, Iterator, Optional, Sequence
 
 from .session import Session, is_mounted, mount, unmount
 
-__all__ = ["fuse_available", "wait_for_mount", "mounted", "mounted_process", "DaemonDied"]
+
+def _live_mount(mountpoint: str) -> bool:
+    """A FUSE mount is at ``mountpoint`` and answers (a stale one fails with ENOTCONN)."""
+    if not is_mounted(mountpoint):
+        return False
+    try:
+        os.statvfs(mountpoint)  # always reaches the daemon: stat may come from the cache
+    except OSError:
+        return False
+    return True
 
 
 class DaemonDied(RuntimeError):
@@ -48,10 +57,11 @@ def _tail(path: Optional[str]) -> str:
 def wait_for_mount(mountpoint: str, timeout: float = 10.0,
                    proc: Optional[subprocess.Popen[Any]] = None,
                    log: Optional[str] = None) -> None:
-    """Wait until a FUSE filesystem is mounted at ``mountpoint``. Fails fast with the daemon's
-    output (``log``) if ``proc`` exits first; raises TimeoutError after ``timeout`` seconds."""
+    """Wait until a live FUSE filesystem is mounted at ``mountpoint`` (a stale mount left by a
+    dead daemon does not count). Fails fast with the daemon's output (``log``) if ``proc``
+    exits first; raises TimeoutError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not is_mounted(mountpoint):
+    while not _live_mount(mountpoint):
         if proc is not None and proc.poll() is not None:
             raise DaemonDied(f"daemon exited with {proc.returncode} before mounting:\n"
                              f"{_tail(log)}")

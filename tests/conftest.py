@@ -22,6 +22,15 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(needs_fuse)
 
 
+_FUSECTL_WAS_MOUNTED = os.path.exists(FUSECTL) and bool(os.listdir(FUSECTL))
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """Leave the machine as found: unmount fusectl if the watchdog mounted it."""
+    if not _FUSECTL_WAS_MOUNTED and os.path.ismount(FUSECTL):
+        subprocess.run(["umount", FUSECTL], capture_output=True)
+
+
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "nofuse: runs without /dev/fuse (build smoke tests)")
     config.addinivalue_line("markers", "expect_errors: the test expects ERROR log records")
@@ -120,13 +129,3 @@ def example(tmp_path: Any) -> Iterator[Callable[..., Any]]:
     yield _run
     while stack:
         stack.pop().__exit__(None, None, None)
-
-
-def daemon_log(proc: Any) -> str:
-    with open(proc.log, errors="replace") as f:
-        return f.read()
-
-
-def no_fuse_mounts_under(path: str) -> bool:
-    with open("/proc/self/mountinfo") as f:
-        return not any(line.split()[4].startswith(os.path.abspath(path)) for line in f)

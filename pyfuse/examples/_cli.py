@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any, Optional, Sequence
+
+import pyfuse
 
 
 def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
@@ -35,3 +38,13 @@ def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
             kwargs[name] = str(options.pop(name))
     kwargs["options"] = options
     return args, kwargs
+
+
+def serve(ops: pyfuse.Operations, mountpoint: str, **kwargs: Any) -> int:
+    """pyfuse.run, with a one-line message instead of a traceback for a bad mount point."""
+    try:
+        pyfuse.run(ops, mountpoint, **kwargs)
+    except (OSError, RuntimeError) as e:
+        print(f"{sys.argv[0]}: {e}", file=sys.stderr)
+        return 1
+    return 0

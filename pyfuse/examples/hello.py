@@ -39,11 +39,10 @@ class Hello(pyfuse.Operations):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ._cli import parse
+    from ._cli import parse, serve
 
     args, kwargs = parse("Mount a read-only filesystem holding one file, 'hello'.", argv)
-    pyfuse.run(Hello(), args.mountpoint, **kwargs)
-    return 0
+    return serve(Hello(), args.mountpoint, **kwargs)
 
 
 if __name__ == "__main__":

@@ -459,12 +459,11 @@ CONFIG = pyfuse.Config(hard_remove=True, use_ino=True, attr_timeout=0.0)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ._cli import parse
+    from ._cli import parse, serve
 
     args, kwargs = parse("Mount an empty in-memory read-write filesystem.", argv)
     kwargs.setdefault("default_permissions", True)
-    pyfuse.run(Memory(), args.mountpoint, config=CONFIG, **kwargs)
-    return 0
+    return serve(Memory(), args.mountpoint, config=CONFIG, **kwargs)
 
 
 if __name__ == "__main__":

@@ -169,11 +169,10 @@ def _renameat2(old: str, new: str, flags: int) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ._cli import parse
+    from ._cli import parse, serve
 
     args, kwargs = parse("Mirror SOURCE at MOUNTPOINT.", argv, source=True)
-    pyfuse.run(Passthrough(args.source), args.mountpoint, **kwargs)
-    return 0
+    return serve(Passthrough(args.source), args.mountpoint, **kwargs)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""The hello example as a daemon: listing, reading, read-only errors, signals, stale mounts."""
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from pyfuse import is_mounted, testing
+
+
+def test_list_and_read(example, mnt):
+    example("hello", mountpoint=mnt)
+    assert sorted(os.listdir(mnt)) == ["hello"]
+    st = os.stat(os.path.join(mnt, "hello"))
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o444
+    assert st.st_size == 13
+    with open(os.path.join(mnt, "hello"), "rb") as f:
+        assert f.read() == b"Hello World!\n"
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(mnt, "nope"))
+    with pytest.raises(PermissionError):
+        open(os.path.join(mnt, "hello"), "r+b")
+    # Operations the example does not implement are not registered: the kernel says ENOSYS.
+    with pytest.raises(OSError) as ei:
+        os.mkdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.ENOSYS
+
+
+def test_help():
+    r = subprocess.run(testing.python_module("pyfuse.examples.hello", "--help"),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "mountpoint" in r.stdout and "--debug" in r.stdout
+
+
+def test_debug_and_options(example, mnt):
+    proc = example("hello", "--debug", "-o", "fsname=hello-demo,ro", mountpoint=mnt)
+    open(os.path.join(mnt, "hello")).read()
+    with open("/proc/self/mountinfo") as f:
+        line = next(x for x in f if f" {mnt} " in x)
+    assert "hello-demo" in line and " ro" in line.split(" - ")[0] + " " + line
+    deadline = time.monotonic() + 5
+    while "LOOKUP" not in open(proc.log).read().upper() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "libfuse:" in open(proc.log).read()  # the request trace goes through the pyfuse logger
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_unmounts_cleanly(mnt, tmp_path, sig):
+    log = tmp_path / "hello.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        testing.wait_for_mount(mnt, 10, proc, str(log))
+        assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == 0, log.read_text()
+        assert not is_mounted(mnt)
+        assert "Traceback" not in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+
+
+def test_fusermount_unmount_ends_daemon(mnt, tmp_path):
+    log = tmp_path / "hello.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        testing.wait_for_mount(mnt, 10, proc, str(log))
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        assert proc.wait(timeout=10) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigkill_then_remount(mnt, tmp_path):
+    log = tmp_path / "hello.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
+                                stdout=out, stderr=subprocess.STDOUT)
+    testing.wait_for_mount(mnt, 10, proc, str(log))
+    proc.kill()
+    proc.wait()
+    try:
+        with pytest.raises(OSError) as ei:
+            os.statvfs(mnt)
+        assert ei.value.errno == errno.ENOTCONN  # the stale mount a crash leaves
+        with testing.mounted_process(testing.python_module("pyfuse.examples.hello", mnt),
+                                     mnt, log=str(log)):
+            assert os.listdir(mnt) == ["hello"]
+        assert "stale FUSE mount" in log.read_text()
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+
+
+def test_missing_mountpoint(tmp_path):
+    r = subprocess.run(testing.python_module("pyfuse.examples.hello", str(tmp_path / "nope")),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "not a directory" in r.stderr
+
+
+def test_in_process_run_in_thread_needs_no_signals(mnt):
+    # pyfuse.run from a non-main thread serves until unmounted and returns.
+    import threading
+
+    import pyfuse
+    from pyfuse.examples.hello import Hello
+
+    t = threading.Thread(target=pyfuse.run, args=(Hello(), mnt), daemon=True)
+    t.start()
+    testing.wait_for_mount(mnt, 10)
+    assert os.listdir(mnt) == ["hello"]
+    pyfuse.unmount(mnt)
+    t.join(10)
+    assert not t.is_alive()

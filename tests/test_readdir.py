@@ -1,0 +1,228 @@
+"""Directory listing through the batch filler: sizes, both offset modes, readdirplus attributes,
+errors mid-stream, generator clean-up, seeking."""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+import threading
+
+import pytest
+
+import pyfuse
+from pyfuse import Attr, DirEntry, FuseError
+
+FILE = stat.S_IFREG | 0o644
+
+
+class Listing(pyfuse.Operations):
+    """/d holds ``n`` files named f0000000...; ``mode`` picks how readdir yields them."""
+
+    def __init__(self, n, mode="names", fail_after=None, name_len=8):
+        self.n = n
+        self.mode = mode
+        self.fail_after = fail_after
+        self.name_len = name_len
+        self.getattr_calls = 0
+        self.readdir_calls = []
+        self.closed = threading.Event()
+        self.lock = threading.Lock()
+
+    def name(self, i):
+        return f"f{i:0{self.name_len - 1}d}"
+
+    def getattr(self, path, fh):
+        with self.lock:
+            self.getattr_calls += 1
+        if path in ("/", "/d"):
+            return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+        return Attr(mode=FILE, size=1)
+
+    def readdir(self, path, offset, fh, plus):
+        self.readdir_calls.append((offset, plus))
+        try:
+            start = offset if self.mode == "offsets" else 0
+            for i in range(start, self.n):
+                if self.fail_after is not None and i == self.fail_after:
+                    raise FuseError(errno.EIO if i == 0 else errno.EBADMSG)
+                if self.mode == "names":
+                    yield self.name(i)
+                elif self.mode == "attrs":
+                    yield DirEntry(self.name(i), Attr(mode=FILE, size=i))
+                elif self.mode == "offsets":
+                    yield DirEntry(self.name(i), Attr(mode=FILE, size=i), offset=i + 1)
+                elif self.mode == "mixed":
+                    yield DirEntry(self.name(i), offset=(i + 1) if i % 2 else 0)
+        finally:
+            self.closed.set()
+
+
+def names(n, length=8):
+    return [f"f{i:0{length - 1}d}" for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 127, 128, 1000, 5000])
+@pytest.mark.parametrize("mode", ["names", "attrs", "offsets"])
+def test_sizes_and_modes(mount_ops, mnt, n, mode):
+    mount_ops(Listing(n, mode))
+    assert sorted(os.listdir(os.path.join(mnt, "d"))) == names(n)
+
+
+def test_hundred_thousand_entries(mount_ops, mnt):
+    ops = Listing(100_000, "names")
+    mount_ops(ops)
+    got = os.listdir(os.path.join(mnt, "d"))
+    assert len(got) == 100_000 and got == names(100_000)
+    assert len(ops.readdir_calls) == 1  # one generator, streamed across all requests
+
+
+def test_long_names(mount_ops, mnt):
+    mount_ops(Listing(300, "attrs", name_len=255))
+    assert sorted(os.listdir(os.path.join(mnt, "d"))) == names(300, 255)
+
+
+def test_plus_attrs_spare_lookups(mount_ops, mnt):
+    ops = Listing(1000, "attrs")
+    mount_ops(ops)
+    d = os.path.join(mnt, "d")
+    os.stat(d)
+    before = ops.getattr_calls
+    sizes = {}
+    with os.scandir(d) as it:
+        for e in it:
+            sizes[e.name] = e.stat(follow_symlinks=False).st_size
+    assert sizes == {n: i for i, n in enumerate(names(1000))}
+    # readdirplus handed the attributes over: no getattr call per entry
+    assert ops.getattr_calls - before < 10, ops.getattr_calls - before
+
+
+def test_dtype_from_attr(mount_ops, mnt):
+    mount_ops(Listing(10, "attrs"))
+    with os.scandir(os.path.join(mnt, "d")) as it:
+        assert all(e.is_file(follow_symlinks=False) for e in it)
+
+
+@pytest.mark.expect_errors
+def test_error_before_first_entry(mount_ops, mnt):
+    ops = Listing(10, "names", fail_after=0)
+    mount_ops(ops)
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+
+
+def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt):
+    ops = Listing(5000, "names", fail_after=3000)
+    mount_ops(ops)
+    seen = []
+    with pytest.raises(OSError) as ei:
+        with os.scandir(os.path.join(mnt, "d")) as it:
+            for e in it:
+                seen.append(e.name)
+    assert ei.value.errno == errno.EBADMSG
+    assert seen == names(3000)
+
+
+@pytest.mark.expect_errors
+def test_mixed_offsets_is_an_error(mount_ops, mnt, caplog):
+    mount_ops(Listing(10, "mixed"))
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+    assert "mixed entries" in caplog.text
+
+
+def test_abandoned_listing_closes_generator(mount_ops, mnt):
+    ops = Listing(50_000, "names")
+    mount_ops(ops)
+    with os.scandir(os.path.join(mnt, "d")) as it:
+        first = [next(it).name for _ in range(10)]
+    assert first == names(10)
+    assert ops.closed.wait(5)  # releasedir closed the kept generator: its finally ran
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("bad", ["", "a/b", "x" * 256, "nul\0inside", 42])
+def test_bad_names(mount_ops, mnt, bad, caplog):
+    class Bad(Listing):
+        def readdir(self, path, offset, fh, plus):
+            return ["ok", bad]
+
+    mount_ops(Bad(0))
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+    assert "readdir" in caplog.text
+
+
+class _Dirent(ctypes.Structure):
+    _fields_ = [("d_ino", ctypes.c_uint64), ("d_off", ctypes.c_int64),
+                ("d_reclen", ctypes.c_ushort), ("d_type", ctypes.c_ubyte),
+                ("d_name", ctypes.c_char * 256)]
+
+
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.opendir.restype = ctypes.c_void_p
+    libc.opendir.argtypes = [ctypes.c_char_p]
+    libc.readdir64.restype = ctypes.POINTER(_Dirent)
+    libc.readdir64.argtypes = [ctypes.c_void_p]
+    libc.telldir.restype = ctypes.c_long
+    libc.telldir.argtypes = [ctypes.c_void_p]
+    libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+    libc.rewinddir.argtypes = [ctypes.c_void_p]
+    libc.closedir.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+def _read(libc, d, k):
+    out = []
+    for _ in range(k):
+        e = libc.readdir64(d)
+        if not e:
+            break
+        out.append(e.contents.d_name.decode())
+    return out
+
+
+@pytest.mark.parametrize("mode", ["names", "offsets"])
+def test_telldir_seekdir_rewinddir(mount_ops, mnt, mode):
+    mount_ops(Listing(3000, mode))
+    libc = _libc()
+    d = libc.opendir(os.path.join(mnt, "d").encode())
+    assert d
+    try:
+        head = _read(libc, d, 1500)
+        pos = libc.telldir(d)
+        rest = _read(libc, d, 10)
+        assert head + rest == names(1510)
+        libc.seekdir(d, pos)
+        assert _read(libc, d, 10) == rest
+        libc.rewinddir(d)
+        assert _read(libc, d, 5000) == names(3000)
+    finally:
+        libc.closedir(d)
+
+
+def test_directory_changing_while_listed(mount_ops, mnt):
+    from pyfuse.examples.memory import CONFIG, Memory
+
+    mount_ops(Memory(), config=CONFIG)
+    d = os.path.join(mnt, "d")
+    os.mkdir(d)
+    for i in range(2000):
+        open(os.path.join(d, f"a{i}"), "w").close()
+    seen = []
+    with os.scandir(d) as it:
+        for k, e in enumerate(it):
+            seen.append(e.name)
+            if k == 100:
+                for i in range(100):
+                    open(os.path.join(d, f"b{i}"), "w").close()
+                for i in range(1500, 2000):
+                    os.unlink(os.path.join(d, f"a{i}"))
+    # no duplicates, nothing invented; entries that existed throughout are all there
+    assert len(seen) == len(set(seen))
+    assert {f"a{i}" for i in range(101)} <= set(seen)
+    assert set(seen) <= {f"a{i}" for i in range(2000)} | {f"b{i}" for i in range(100)}

@@ -1,0 +1,232 @@
+"""Mounting and the operations not covered by the examples: two mounts in one process,
+non-UTF-8 names, context(), unregistered operations, options, and the handlers for ioctl, poll,
+lock, flock, access, opendir/releasedir/fsyncdir and init/destroy."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import select
+import stat
+import struct
+import threading
+import time
+
+import pytest
+
+import pyfuse
+from pyfuse import Attr, testing
+from pyfuse.examples.hello import Hello
+from pyfuse.examples.memory import CONFIG, Memory
+
+
+def test_two_mounts_in_one_process(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    with testing.mounted(Hello(), str(a)), testing.mounted(Memory(), str(b), config=CONFIG):
+        (b / "x").write_text("memory")
+        assert os.listdir(a) == ["hello"] and os.listdir(b) == ["x"]
+        assert (a / "hello").read_text() == "Hello World!\n"
+    assert not pyfuse.is_mounted(str(a)) and not pyfuse.is_mounted(str(b))
+
+
+def test_non_utf8_names(mount_ops, mnt):
+    mount_ops(Memory(), config=CONFIG)
+    raw = b"caf\xe9-\xff\xfe.txt"  # latin-1 bytes, not UTF-8
+    p = os.path.join(os.fsencode(mnt), raw)
+    with open(p, "wb") as f:
+        f.write(b"x")
+    assert os.listdir(os.fsencode(mnt)) == [raw]
+    assert os.listdir(mnt) == [os.fsdecode(raw)]
+    os.rename(p, p + b"2")
+    assert os.listdir(os.fsencode(mnt)) == [raw + b"2"]
+    os.setxattr(p + b"2", "user.\udcff", b"v")  # xattr names survive too
+    assert os.listxattr(p + b"2") == ["user.\udcff"]
+
+
+class Recorder(pyfuse.Operations):
+    """Records the context of each create and the calls to the less common handlers."""
+
+    def __init__(self):
+        self.calls = []
+        self.created = {}
+        self.lock_state = None
+        self.inited = threading.Event()
+        self.destroyed = threading.Event()
+
+    def init(self):
+        self.inited.set()
+
+    def destroy(self):
+        self.destroyed.set()
+
+    def getattr(self, path, fh):
+        if path == "/":
+            return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+        if path in self.created or path == "/f":
+            return Attr(mode=stat.S_IFREG | 0o644, size=0)
+        raise pyfuse.FuseError(errno.ENOENT)
+
+    def create(self, path, mode, flags):
+        self.created[path] = pyfuse.context()
+        return 42
+
+    def open(self, path, flags):
+        return pyfuse.FileInfo(fh=43, direct_io=True)
+
+    def release(self, path, fh):
+        self.calls.append(("release", fh))
+
+    def access(self, path, mode):
+        self.calls.append(("access", path, mode))
+        if mode & os.W_OK:
+            raise pyfuse.FuseError(errno.EACCES)
+
+    def ioctl(self, path, cmd, arg, fh, flags, data, out_size):
+        self.calls.append(("ioctl", cmd, fh, data))
+        if data is None:
+            return 7
+        return bytes(reversed(data))[:out_size]
+
+    def poll(self, path, fh):
+        return select.POLLIN | select.POLLOUT
+
+    def lock(self, path, fh, cmd, lock):
+        self.calls.append(("lock", cmd, lock.type, lock.start, lock.len))
+        if cmd == fcntl.F_GETLK:
+            lock.type = fcntl.F_WRLCK
+            lock.start, lock.len, lock.pid = 10, 5, 4242
+
+    def flock(self, path, fh, op):
+        self.calls.append(("flock", fh, op))
+
+    def opendir(self, path):
+        return 99
+
+    def readdir(self, path, offset, fh, plus):
+        self.calls.append(("readdir", fh))
+        return ["f"]
+
+    def releasedir(self, path, fh):
+        self.calls.append(("releasedir", fh))
+
+    def fsyncdir(self, path, datasync, fh):
+        self.calls.append(("fsyncdir", fh, datasync))
+
+
+@pytest.fixture
+def rec(mount_ops):
+    ops = Recorder()
+    session = mount_ops(ops)
+    return ops, session.mountpoint
+
+
+def test_context_and_create(rec):
+    ops, mnt = rec
+    fd = os.open(os.path.join(mnt, "new"), os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    ctx = ops.created["/new"]
+    assert (ctx.uid, ctx.gid, ctx.pid) == (os.getuid(), os.getgid(), os.getpid())
+    deadline = time.monotonic() + 5  # the kernel sends RELEASE after close() returns
+    while ("release", 42) not in ops.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ("release", 42) in ops.calls
+    with pytest.raises(RuntimeError):
+        pyfuse.context()  # not inside a request
+
+
+def test_init_destroy_and_unregistered(mnt):
+    ops = Recorder()
+    with testing.mounted(ops, mnt):
+        assert ops.inited.wait(5)
+        with pytest.raises(OSError) as ei:
+            os.mkdir(os.path.join(mnt, "d"))  # mkdir not overridden: not registered
+        assert ei.value.errno == errno.ENOSYS
+        with pytest.raises(OSError) as ei:
+            os.unlink(os.path.join(mnt, "f"))
+        assert ei.value.errno == errno.ENOSYS
+    assert ops.destroyed.is_set()
+
+
+def test_access(rec):
+    ops, mnt = rec
+    assert os.access(os.path.join(mnt, "f"), os.R_OK)
+    assert not os.access(os.path.join(mnt, "f"), os.W_OK)
+    assert ("access", "/f", os.R_OK) in ops.calls
+
+
+def test_ioctl(rec):
+    ops, mnt = rec
+    iowr = (3 << 30) | (8 << 16) | (ord("p") << 8) | 1  # _IOWR('p', 1, 8 bytes)
+    io_none = (ord("p") << 8) | 2  # _IO('p', 2)
+    with open(os.path.join(mnt, "f"), "rb") as f:
+        buf = bytearray(b"12345678")
+        assert fcntl.ioctl(f.fileno(), iowr, buf, True) == 0
+        assert bytes(buf) == b"87654321"
+        assert fcntl.ioctl(f.fileno(), io_none, 0) == 7
+    assert ("ioctl", iowr, 43, b"12345678") in ops.calls
+
+
+def test_poll(rec):
+    _, mnt = rec
+    with open(os.path.join(mnt, "f"), "rb") as f:
+        p = select.poll()
+        p.register(f.fileno(), select.POLLIN)
+        assert p.poll(2000) == [(f.fileno(), select.POLLIN)]
+
+
+def test_posix_lock_and_flock(rec):
+    ops, mnt = rec
+    with open(os.path.join(mnt, "f"), "r+b") as f:
+        fcntl.lockf(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB, 3, 2)
+        query = struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 100, 0)
+        got = fcntl.fcntl(f.fileno(), fcntl.F_GETLK, query)
+        ltype, _, start, length, pid = struct.unpack("hhqqi", got[:struct.calcsize("hhqqi")])
+        assert (ltype, start, length) == (fcntl.F_WRLCK, 10, 5)
+        fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+    assert any(c[0] == "lock" and c[1] in (fcntl.F_SETLK, fcntl.F_SETLKW) for c in ops.calls)
+    assert ("flock", 43, fcntl.LOCK_SH) in ops.calls
+
+
+def test_dir_handles(rec):
+    ops, mnt = rec
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(fd)
+    os.close(fd)
+    assert os.listdir(mnt) == ["f"]
+    deadline = time.monotonic() + 5
+    while ("releasedir", 99) not in ops.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ("readdir", 99) in ops.calls and ("releasedir", 99) in ops.calls
+    assert ("fsyncdir", 99, False) in ops.calls
+
+
+def test_mount_options(mount_ops, mnt):
+    mount_ops(Hello(), ro=True, allow_other=True, default_permissions=True, fsname="my,fs",
+              subtype="hellofs", options={"noatime": True})
+    with open("/proc/self/mountinfo") as f:
+        line = next(x for x in f if f" {mnt} " in x)
+    assert "fuse.hellofs" in line and "my,fs" in line.replace("\\054", ",")
+    assert "allow_other" in line and "default_permissions" in line and "noatime" in line
+    assert " ro," in line or ",ro," in line or line.split()[5].startswith("ro")
+
+
+def test_mount_on_missing_dir(tmp_path):
+    with pytest.raises(NotADirectoryError):
+        with pyfuse.mount(Hello(), str(tmp_path / "missing")):
+            pass
+
+
+def test_run_rejects_non_operations(mnt):
+    with pytest.raises(TypeError):
+        pyfuse.run(object(), mnt)  # type: ignore[arg-type]
+
+
+def test_single_threaded_loop(mount_ops, mnt):
+    mount_ops(Memory(), threads=False, config=CONFIG)
+    with open(os.path.join(mnt, "x"), "w") as f:
+        f.write("single")
+    assert open(os.path.join(mnt, "x")).read() == "single"
+
+
