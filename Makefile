@@ -31,11 +31,13 @@ demo: deps $(VENV)/.installed
 	@set -e; mnt=$$(mktemp -d /tmp/pyfuse-demo.XXXXXX); \
 	echo "== mounting the hello example at $$mnt"; \
 	$(VPY) -m pyfuse.examples.hello "$$mnt" & pid=$$!; \
-	trap 'fusermount3 -u "$$mnt" 2>/dev/null || true; wait $$pid 2>/dev/null; rmdir "$$mnt"' EXIT; \
-	for i in $$(seq 50); do grep -q " $$mnt " /proc/self/mountinfo && break; sleep 0.1; done; \
+	trap 'fusermount3 -u -z "$$mnt" 2>/dev/null; kill $$pid 2>/dev/null; rmdir "$$mnt" 2>/dev/null; true' EXIT; \
+	for i in $$(seq 100); do grep -q " $$mnt " /proc/self/mountinfo && break; sleep 0.1; done; \
 	echo "== ls -l $$mnt"; ls -l "$$mnt"; \
 	echo "== cat $$mnt/hello"; cat "$$mnt/hello"; \
-	echo "== unmounting"; fusermount3 -u "$$mnt"; wait $$pid; echo "== done (daemon exit status $$?)"
+	echo "== fusermount3 -u $$mnt"; fusermount3 -u "$$mnt"; \
+	status=0; wait $$pid || status=$$?; trap - EXIT; rmdir "$$mnt"; \
+	echo "== unmounted; the daemon exited with status $$status"; test $$status = 0
 
 test: deps $(VENV)/.installed
 	$(VPY) -m pytest $(PYTEST_ARGS)
