@@ -207,6 +207,18 @@ def test_chmod_chown_utimens(fs):
     assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_mtime_ns == 6
 
 
+def test_utime_omit(fs):
+    p = os.path.join(fs, "f")
+    open(p, "w").close()
+    os.utime(p, ns=(111, 222))
+    subprocess.run(["touch", "-a", "-d", "@5", p], check=True)  # atime set, mtime UTIME_OMIT
+    st = os.stat(p)
+    assert (st.st_atime_ns, st.st_mtime_ns) == (5_000_000_000, 222)
+    subprocess.run(["touch", "-m", "-d", "@7", p], check=True)  # mtime set, atime UTIME_OMIT
+    st = os.stat(p)
+    assert (st.st_atime_ns, st.st_mtime_ns) == (5_000_000_000, 7_000_000_000)
+
+
 def test_times_update(fs):
     p = os.path.join(fs, "f")
     open(p, "w").close()

@@ -78,6 +78,9 @@ class Recorder(pyfuse.Operations):
     def release(self, path, fh):
         self.calls.append(("release", fh))
 
+    def flush(self, path, fh):
+        self.calls.append(("flush", fh))
+
     def access(self, path, mode):
         self.calls.append(("access", path, mode))
         if mode & os.W_OK:
@@ -131,7 +134,7 @@ def test_context_and_create(rec):
     deadline = time.monotonic() + 5  # the kernel sends RELEASE after close() returns
     while ("release", 42) not in ops.calls and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert ("release", 42) in ops.calls
+    assert ("release", 42) in ops.calls and ("flush", 42) in ops.calls
     with pytest.raises(RuntimeError):
         pyfuse.context()  # not inside a request
 
