@@ -50,47 +50,24 @@ def test_debug_and_options(example, mnt):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_unmounts_cleanly(mnt, tmp_path, sig):
+def test_signal_unmounts_cleanly(example, mnt, sig):
+    proc = example("hello", mountpoint=mnt)
+    assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == 0, open(proc.log).read()
+    assert not is_mounted(mnt)
+    assert "Traceback" not in open(proc.log).read()
+
+
+def test_fusermount_unmount_ends_daemon(example, mnt):
+    proc = example("hello", mountpoint=mnt)
+    subprocess.run(["fusermount3", "-u", mnt], check=True)
+    assert proc.wait(timeout=10) == 0, open(proc.log).read()
+
+
+def test_sigkill_then_remount(example, mnt, tmp_path):
     log = tmp_path / "hello.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
-                                stdout=out, stderr=subprocess.STDOUT)
-    try:
-        testing.wait_for_mount(mnt, 10, proc, str(log))
-        assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
-        proc.send_signal(sig)
-        assert proc.wait(timeout=10) == 0, log.read_text()
-        assert not is_mounted(mnt)
-        assert "Traceback" not in log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", mnt])
-
-
-def test_fusermount_unmount_ends_daemon(mnt, tmp_path):
-    log = tmp_path / "hello.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
-                                stdout=out, stderr=subprocess.STDOUT)
-    try:
-        testing.wait_for_mount(mnt, 10, proc, str(log))
-        subprocess.run(["fusermount3", "-u", mnt], check=True)
-        assert proc.wait(timeout=10) == 0, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def test_sigkill_then_remount(mnt, tmp_path):
-    log = tmp_path / "hello.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(testing.python_module("pyfuse.examples.hello", mnt),
-                                stdout=out, stderr=subprocess.STDOUT)
-    testing.wait_for_mount(mnt, 10, proc, str(log))
+    proc = example("hello", mountpoint=mnt)
     proc.kill()
     proc.wait()
     try:
