@@ -43,7 +43,8 @@ test: deps $(VENV)/.installed
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
-	$(VPY) -m ruff check pyfuse tests bench build_ffi.py setup.py
+	$(VPY) -m ruff check pyfuse tests bench docs build_ffi.py setup.py
+	$(VPY) -m mypy pyfuse
 
 clean:
 	rm -rf build dist *.egg-info pyfuse/_pyfuse_c*.so $(VENV)

@@ -73,7 +73,7 @@ class Memory(pyfuse.Operations):
     """The in-memory filesystem; see the module docstring."""
 
     def __init__(self) -> None:
-        self.lock = threading.RLock()
+        self._mutex = threading.RLock()
         self.next_ino = 1
         self.root = self._new(stat.S_IFDIR | 0o755, os.getuid(), os.getgid())
         self.root.attr.nlink = 2
@@ -143,33 +143,33 @@ class Memory(pyfuse.Operations):
 
     # -- attributes and names ----------------------------------------------------------------
     def getattr(self, path: Optional[str], fh: Optional[int]) -> Attr:
-        with self.lock:
+        with self._mutex:
             node = self._node(path, fh)
             return node.attr.copy()
 
     def readlink(self, path: str) -> bytes:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(path)
             if not stat.S_ISLNK(node.attr.mode):
                 raise _err(errno.EINVAL)
             return node.target
 
     def mknod(self, path: str, mode: int, rdev: int) -> None:
-        with self.lock:
+        with self._mutex:
             self._add(path, mode, rdev)
 
     def mkdir(self, path: str, mode: int) -> None:
-        with self.lock:
+        with self._mutex:
             self._add(path, stat.S_IFDIR | (mode & 0o7777))
 
     def symlink(self, target: str, path: str) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._add(path, stat.S_IFLNK | 0o777)
             node.target = os.fsencode(target)
             node.attr.size = len(node.target)
 
     def link(self, old: str, new: str) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(old)
             if node.is_dir:
                 raise _err(errno.EPERM)
@@ -202,15 +202,15 @@ class Memory(pyfuse.Operations):
         parent.touch()
 
     def unlink(self, path: str) -> None:
-        with self.lock:
+        with self._mutex:
             self._remove(path, want_dir=False)
 
     def rmdir(self, path: str) -> None:
-        with self.lock:
+        with self._mutex:
             self._remove(path, want_dir=True)
 
     def rename(self, old: str, new: str, flags: int) -> None:
-        with self.lock:
+        with self._mutex:
             if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == (
                     RENAME_NOREPLACE | RENAME_EXCHANGE):
                 raise _err(errno.EINVAL)
@@ -274,13 +274,13 @@ class Memory(pyfuse.Operations):
             d = d.parent
 
     def chmod(self, path: Optional[str], mode: int, fh: Optional[int]) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._node(path, fh)
             node.attr.mode = stat.S_IFMT(node.attr.mode) | (mode & 0o7777)
             node.touch(m=False)
 
     def chown(self, path: Optional[str], uid: int, gid: int, fh: Optional[int]) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._node(path, fh)
             if uid != -1:
                 node.attr.uid = uid
@@ -295,7 +295,7 @@ class Memory(pyfuse.Operations):
             node.touch(m=False)
 
     def truncate(self, path: Optional[str], size: int, fh: Optional[int]) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._node(path, fh)
             if node.is_dir:
                 raise _err(errno.EISDIR)
@@ -313,7 +313,7 @@ class Memory(pyfuse.Operations):
 
     def utimens(self, path: Optional[str], atime_ns: Optional[int], mtime_ns: Optional[int],
                 fh: Optional[int]) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._node(path, fh)
             if atime_ns is not None:
                 node.attr.atime_ns = atime_ns
@@ -323,7 +323,7 @@ class Memory(pyfuse.Operations):
 
     # -- files -------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> int:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(path)
             if flags & os.O_TRUNC and stat.S_ISREG(node.attr.mode):
                 self._resize(node, 0)  # libfuse enables atomic O_TRUNC: it arrives here
@@ -331,16 +331,16 @@ class Memory(pyfuse.Operations):
             return self._open_handle(node)
 
     def create(self, path: str, mode: int, flags: int) -> int:
-        with self.lock:
+        with self._mutex:
             node = self._add(path, stat.S_IFREG | (mode & 0o7777))
             return self._open_handle(node)
 
     def read(self, path: Optional[str], size: int, offset: int, fh: int) -> bytes:
-        with self.lock:
+        with self._mutex:
             return bytes(self.files[fh].data[offset:offset + size])
 
     def write(self, path: Optional[str], data: memoryview, offset: int, fh: int) -> int:
-        with self.lock:
+        with self._mutex:
             node = self.files[fh]
             buf = node.data
             n = len(data)
@@ -358,7 +358,7 @@ class Memory(pyfuse.Operations):
             return n
 
     def release(self, path: Optional[str], fh: int) -> None:
-        with self.lock:
+        with self._mutex:
             self.files.pop(fh, None)
 
     def flush(self, path: Optional[str], fh: int) -> None:
@@ -369,7 +369,7 @@ class Memory(pyfuse.Operations):
 
     def fallocate(self, path: Optional[str], mode: int, offset: int, length: int,
                   fh: int) -> None:
-        with self.lock:
+        with self._mutex:
             node = self.files[fh]
             end = offset + length
             if mode & FALLOC_FL_PUNCH_HOLE:
@@ -387,19 +387,19 @@ class Memory(pyfuse.Operations):
     def copy_file_range(self, path_in: Optional[str], fh_in: int, offset_in: int,
                         path_out: Optional[str], fh_out: int, offset_out: int, size: int,
                         flags: int) -> int:
-        with self.lock:
+        with self._mutex:
             chunk = bytes(self.files[fh_in].data[offset_in:offset_in + size])
         return self.write(path_out, memoryview(chunk), offset_out, fh_out) if chunk else 0
 
     def lseek(self, path: Optional[str], offset: int, whence: int, fh: int) -> int:
-        with self.lock:
+        with self._mutex:
             size = len(self.files[fh].data)
         if offset >= size:
             raise _err(errno.ENXIO)
         return offset if whence == os.SEEK_DATA else size  # no holes are tracked
 
     def statfs(self, path: str) -> pyfuse.StatVFS:
-        with self.lock:
+        with self._mutex:
             used = sum(len(n.data) for n in self.files.values())
         total = 1 << 30
         free = max(total - used, 0) // BLOCK
@@ -410,7 +410,7 @@ class Memory(pyfuse.Operations):
 
     # -- extended attributes -----------------------------------------------------------------
     def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(path)
             if flags & os.XATTR_CREATE and name in node.xattrs:
                 raise _err(errno.EEXIST)
@@ -420,18 +420,18 @@ class Memory(pyfuse.Operations):
             node.touch(m=False)
 
     def getxattr(self, path: str, name: str) -> bytes:
-        with self.lock:
+        with self._mutex:
             try:
                 return self._lookup(path).xattrs[name]
             except KeyError:
                 raise _err(errno.ENODATA) from None
 
     def listxattr(self, path: str) -> list[str]:
-        with self.lock:
+        with self._mutex:
             return list(self._lookup(path).xattrs)
 
     def removexattr(self, path: str, name: str) -> None:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(path)
             if node.xattrs.pop(name, None) is None:
                 raise _err(errno.ENODATA)
@@ -440,7 +440,7 @@ class Memory(pyfuse.Operations):
     # -- directories -------------------------------------------------------------------------
     def readdir(self, path: str, offset: int, fh: int, plus: bool
                 ) -> Iterator[Union[str, DirEntry]]:
-        with self.lock:
+        with self._mutex:
             node = self._lookup(path)
             if not node.is_dir:
                 raise _err(errno.ENOTDIR)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, Union
 
 import pyfuse
 from pyfuse import Attr, DirEntry
@@ -147,7 +147,8 @@ class Passthrough(pyfuse.Operations):
         os.removexattr(self._p(path), name, follow_symlinks=False)
 
     # -- directories -------------------------------------------------------------------------
-    def readdir(self, path: str, offset: int, fh: int, plus: bool) -> Iterator[object]:
+    def readdir(self, path: str, offset: int, fh: int, plus: bool
+                ) -> Iterator[Union[str, DirEntry]]:
         yield "."
         yield ".."
         with os.scandir(self._p(path)) as it:
