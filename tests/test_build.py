@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from pyfuse._pyfuse_c import ffi, lib
 
 import pyfuse
 from pyfuse import types
+from pyfuse._pyfuse_c import ffi, lib
 from pyfuse.operations import Operations
 
 pytestmark = pytest.mark.nofuse
