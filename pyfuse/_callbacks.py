@@ -608,16 +608,25 @@ def _split(batch: list[Any]) -> tuple[Any, Any, Any]:
             return batch, None, None
     elif t is DirEntry and len(set(map(type, batch))) == 1:
         return tuple(zip(*batch))  # type: ignore[return-value]
+    elif t is tuple and len(set(map(type, batch))) == 1 and len(set(map(len, batch))) == 1:
+        cols = tuple(zip(*batch))
+        if len(cols) == 2 and type(cols[0][0]) is str:
+            return cols[0], cols[1], None
+        if len(cols) == 3 and type(cols[0][0]) is str:
+            return cols  # type: ignore[return-value]
     norm = []
     for e in batch:
         if isinstance(e, str):
             norm.append(DirEntry(e))
         elif isinstance(e, DirEntry):
             norm.append(e)
+        elif type(e) is tuple and len(e) in (2, 3):
+            norm.append(DirEntry(*e))
         elif isinstance(e, (bytes, bytearray)):
             norm.append(DirEntry(bytes(e).decode(_ENC, "surrogateescape")))
         else:
-            raise BadReturn(f"readdir must yield str or DirEntry, not {type(e).__name__}")
+            raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
+                            f"tuples, not {type(e).__name__}")
     return tuple(zip(*norm))  # type: ignore[return-value]
 
 
@@ -648,8 +657,17 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
     if attrs is None or attrs.count(None) == n:
         attrs_c = ffi.NULL
     else:
+        # Entries often share one Attr object (a template): pack each distinct object once.
+        memo: dict[int, bytes] = {}
+
+        def pack(a: Any) -> bytes:
+            r = memo.get(id(a))
+            if r is None:
+                r = memo[id(a)] = _pack_or_none(a)
+            return r
+
         try:
-            packed = b"".join(map(_pack_or_none, attrs))
+            packed = b"".join(map(pack, attrs))
         except Exception as e:
             raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
         attrs_c = ffi.from_buffer("struct pyfuse_attr[]", packed)

@@ -42,7 +42,7 @@ class Listing(pyfuse.Operations):
     def readdir(self, path, offset, fh, plus):
         self.readdir_calls.append((offset, plus))
         try:
-            start = offset if self.mode == "offsets" else 0
+            start = offset if self.mode in ("offsets", "tuples3") else 0
             for i in range(start, self.n):
                 if self.fail_after is not None and i == self.fail_after:
                     raise FuseError(errno.EIO if i == 0 else errno.EBADMSG)
@@ -50,6 +50,10 @@ class Listing(pyfuse.Operations):
                     yield self.name(i)
                 elif self.mode == "attrs":
                     yield DirEntry(self.name(i), Attr(mode=FILE, size=i))
+                elif self.mode == "tuples":
+                    yield (self.name(i), Attr(mode=FILE, size=i))
+                elif self.mode == "tuples3":
+                    yield (self.name(i), Attr(mode=FILE, size=i), i + 1)
                 elif self.mode == "offsets":
                     yield DirEntry(self.name(i), Attr(mode=FILE, size=i), offset=i + 1)
                 elif self.mode == "mixed":
@@ -63,7 +67,7 @@ def names(n, length=8):
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 127, 128, 1000, 5000])
-@pytest.mark.parametrize("mode", ["names", "attrs", "offsets"])
+@pytest.mark.parametrize("mode", ["names", "attrs", "offsets", "tuples", "tuples3"])
 def test_sizes_and_modes(mount_ops, mnt, n, mode):
     mount_ops(Listing(n, mode))
     assert sorted(os.listdir(os.path.join(mnt, "d"))) == names(n)
@@ -95,6 +99,23 @@ def test_plus_attrs_spare_lookups(mount_ops, mnt):
     assert sizes == {n: i for i, n in enumerate(names(1000))}
     # readdirplus handed the attributes over: no getattr call per entry
     assert ops.getattr_calls - before < 10, ops.getattr_calls - before
+
+
+@pytest.mark.parametrize("mode", ["tuples", "tuples3"])
+def test_tuple_entries_carry_attrs(mount_ops, mnt, mode):
+    mount_ops(Listing(300, mode))
+    with os.scandir(os.path.join(mnt, "d")) as it:
+        sizes = {e.name: e.stat(follow_symlinks=False).st_size for e in it}
+    assert sizes == {n: i for i, n in enumerate(names(300))}
+
+
+def test_mixed_entry_kinds(mount_ops, mnt):
+    class Mixed(Listing):
+        def readdir(self, path, offset, fh, plus):
+            return ["a", DirEntry("b"), ("c", Attr(mode=FILE)), b"d"]
+
+    mount_ops(Mixed(0))
+    assert sorted(os.listdir(os.path.join(mnt, "d"))) == ["a", "b", "c", "d"]
 
 
 def test_dtype_from_attr(mount_ops, mnt):
