@@ -42,6 +42,18 @@ demo: deps $(VENV)/.installed
 test: deps $(VENV)/.installed
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
+# The pyperf comparison with the peers (long: not part of `make test`). Peers are installed
+# one by one; one that fails is reported in docs/benchmarks.md, never faked.
+BENCH_ARGS ?= --fast
+bench: deps $(VENV)/.installed
+	@if [ "$$(id -u)" = 0 ] && ! dpkg -s libfuse-dev >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfuse-dev libfuse2 >/dev/null || \
+	  echo "libfuse 2 did not install: fusepy and llfuse will be reported as failing"; fi
+	$(VPY) -m pip install -q pyperf matplotlib
+	@for p in fusepy mfusepy pyfuse3 llfuse; do \
+	  $(VPY) -m pip install -q $$p || echo "peer $$p did not install"; done
+	$(VPY) -m bench $(BENCH_ARGS)
+
 lint: $(VENV)/.installed
 	$(VPY) -m ruff check pyfuse tests bench docs build_ffi.py setup.py
 	$(VPY) -m mypy pyfuse

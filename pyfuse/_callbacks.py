@@ -688,6 +688,7 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
 @ffi.def_extern(onerror=_onerror)
 def pyfuse_cb_readdir(h, path, off, d, fill, plus):
     s = _from_handle(h)
+    s.readdir_requests += 1
     streams = s.dir_streams
     st = streams.pop(d.key, None) if d.key else None
     d.key = 0

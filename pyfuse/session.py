@@ -146,6 +146,9 @@ class Session:
         self.config = config or Config()
         self.fatal: Optional[BaseException] = None
         self.dir_streams: dict[int, Any] = {}
+        #: READDIR/READDIRPLUS requests that reached Python (C answers a finished listing's
+        #: EOF request itself); one per kernel request otherwise, never one per entry.
+        self.readdir_requests = 0
         self._dir_keys = itertools.count(1)
         self._handle = ffi.new_handle(self)
         self._c: Any = ffi.NULL

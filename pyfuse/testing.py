@@ -8,6 +8,7 @@ even when the body fails, and kills a daemon that does not exit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -26,8 +27,8 @@ def _live_mount(mountpoint: str) -> bool:
         return False
     try:
         os.statvfs(mountpoint)  # always reaches the daemon: stat may come from the cache
-    except OSError:
-        return False
+    except OSError as e:
+        return e.errno not in (errno.ENOTCONN, errno.ECONNABORTED)  # any answer means alive
     return True
 
 

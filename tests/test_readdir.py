@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import gc
+import logging
 import os
 import stat
+import subprocess
 import threading
 
 import pytest
@@ -247,3 +250,73 @@ def test_directory_changing_while_listed(mount_ops, mnt):
     assert len(seen) == len(set(seen))
     assert {f"a{i}" for i in range(101)} <= set(seen)
     assert set(seen) <= {f"a{i}" for i in range(2000)} | {f"b{i}" for i in range(100)}
+
+
+def test_one_python_call_per_kernel_request(mount_ops, mnt, caplog):
+    """65,536 names: the kernel sends a few dozen READDIR requests (plain readdir: a names-only
+    listing stays out of readdirplus), and each costs exactly one Python call."""
+    caplog.set_level(logging.DEBUG, logger="pyfuse")
+    ops = Listing(65536, "names")
+    session = mount_ops(ops, debug=True)
+    d = os.path.join(mnt, "d")
+    os.stat(d)
+    session.readdir_requests = 0
+    caplog.clear()
+    assert len(os.listdir(d)) == 65536
+    kernel = sum(1 for r in caplog.records if "opcode: READDIR" in r.getMessage())
+    assert 0 < kernel < 400, kernel                     # batches, not entries
+    assert kernel - 1 <= session.readdir_requests <= kernel  # C answers the final EOF itself
+    assert len(ops.readdir_calls) == 1
+
+
+def test_ls_l_makes_no_per_entry_getattr(mount_ops, mnt):
+    """Cold `ls -l` of a fresh 1,000-entry directory: the attributes come with readdirplus."""
+    ops = Listing(1000, "attrs")
+    mount_ops(ops)
+    before = ops.getattr_calls
+    out = subprocess.run(["ls", "-l", os.path.join(mnt, "d")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.count("\n") == 1001  # "total" plus 1,000 entries
+    assert ops.getattr_calls - before <= 5, ops.getattr_calls - before
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.timeout(120)
+def test_memory_bounded_by_batch(mount_ops, mnt):
+    """A generator over 1,000,000 entries is listed in memory bounded by the batch, and
+    repeated listings of 65,536 entries do not grow the daemon (here: this process)."""
+    big = Listing(1_000_000, "names")
+    mount_ops(big)
+    d = os.path.join(mnt, "d")
+    with os.scandir(d) as it:  # warm-up: allocator pools, the kernel's name cache
+        for _ in zip(range(100_000), it):
+            pass
+    gc.collect()
+    before = _rss_kib()
+    count = 0
+    with os.scandir(d) as it:
+        for _ in it:
+            count += 1
+    gc.collect()
+    grown = _rss_kib() - before
+    assert count == 1_000_000
+    assert grown < 8 * 1024, f"RSS grew by {grown} KiB"
+
+
+@pytest.mark.timeout(120)
+def test_repeated_listings_do_not_grow(mount_ops, mnt):
+    ops = Listing(65536, "attrs")
+    mount_ops(ops)
+    d = os.path.join(mnt, "d")
+    for _ in range(3):
+        os.listdir(d)
+    gc.collect()
+    before = _rss_kib()
+    for _ in range(10):
+        assert len(os.listdir(d)) == 65536
+    gc.collect()
+    assert _rss_kib() - before < 2 * 1024

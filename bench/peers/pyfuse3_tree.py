@@ -1,0 +1,79 @@
+"""The tree on pyfuse3 (libfuse 3, low-level API, Cython, trio)."""
+from __future__ import annotations
+
+import errno
+import sys
+
+import pyfuse3
+import trio
+
+from . import DIR_MODE, FILE_MODE, SIZES, lookup_file, parse
+from .llfuse_tree import BASE, DIRS
+
+
+def _attr(ino: int, mode: int, timeout: float) -> pyfuse3.EntryAttributes:
+    a = pyfuse3.EntryAttributes()
+    a.st_ino = ino
+    a.st_mode = mode
+    a.st_nlink = 2 if mode == DIR_MODE else 1
+    a.st_size = 0 if mode == DIR_MODE else 1
+    a.attr_timeout = a.entry_timeout = timeout
+    return a
+
+
+class Tree(pyfuse3.Operations):
+    def __init__(self, timeout: float) -> None:
+        super().__init__()
+        self.t = timeout
+
+    async def getattr(self, inode, ctx=None):
+        if inode == pyfuse3.ROOT_INODE or inode in DIRS:
+            return _attr(inode, DIR_MODE, self.t)
+        for name, base in BASE.items():
+            if base <= inode < base + SIZES[name]:
+                return _attr(inode, FILE_MODE, self.t)
+        raise pyfuse3.FUSEError(errno.ENOENT)
+
+    async def lookup(self, parent, name, ctx=None):
+        name = name.decode()
+        if parent == pyfuse3.ROOT_INODE:
+            for ino, d in DIRS.items():
+                if d == name:
+                    return _attr(ino, DIR_MODE, self.t)
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        d = DIRS.get(parent)
+        i = lookup_file(d, name) if d else None
+        if i is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return _attr(BASE[d] + i, FILE_MODE, self.t)
+
+    async def opendir(self, inode, ctx):
+        return inode
+
+    async def readdir(self, fh, start_id, token):
+        if fh == pyfuse3.ROOT_INODE:
+            for k, (ino, d) in enumerate(DIRS.items()):
+                if k >= start_id and not pyfuse3.readdir_reply(
+                        token, d.encode(), _attr(ino, DIR_MODE, self.t), k + 1):
+                    return
+            return
+        d = DIRS[fh]
+        for i in range(start_id, SIZES[d]):
+            if not pyfuse3.readdir_reply(token, f"f{i:05d}".encode(),
+                                         _attr(BASE[d] + i, FILE_MODE, self.t), i + 1):
+                return
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    opts = set(pyfuse3.default_options)
+    opts.add("fsname=pyfuse3-tree")
+    pyfuse3.init(Tree(0.0 if args.nocache else 1.0), args.mountpoint, opts)
+    try:
+        trio.run(pyfuse3.main, 1, 1 if args.single else 99)
+    finally:
+        pyfuse3.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
