@@ -135,7 +135,9 @@ def report(summary: dict[str, Any], command: str) -> None:
             v = "not installed"
         versions.append(f"{dist} {v}")
     lines += ["", "Versions: " + ", ".join(versions) + ".", "",
-              "![ratio to the C reference](benchmarks.png)", ""]
+              "![ratio to the C reference](benchmarks.png)", "",
+              "Where the time goes, the targets and what is left: [performance.md]"
+              "(performance.md).", ""]
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
     chart(m, workloads)
