@@ -256,6 +256,9 @@ def test_xattrs(fs):
 def test_statfs(fs):
     v = os.statvfs(fs)
     assert v.f_bsize == 4096 and v.f_blocks > 0 and v.f_namemax == 255
+    with open(os.path.join(fs, "big"), "wb") as f:
+        f.write(bytes(40 * 4096))
+    assert v.f_bfree - os.statvfs(fs).f_bfree == 40  # closed files count too
 
 
 def test_mknod_fifo(fs):

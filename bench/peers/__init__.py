@@ -30,3 +30,14 @@ def lookup_file(dirname: str, name: str) -> int | None:
         return None
     i = int(name[1:])
     return i if i < n else None
+
+
+def entry_attr(cls: type, ino: int, mode: int, timeout: float) -> object:
+    """An llfuse/pyfuse3 EntryAttributes (``cls``) for the tree's directories and files."""
+    a = cls()
+    a.st_ino = ino
+    a.st_mode = mode
+    a.st_nlink = 2 if mode == DIR_MODE else 1
+    a.st_size = 0 if mode == DIR_MODE else 1
+    a.attr_timeout = a.entry_timeout = timeout
+    return a

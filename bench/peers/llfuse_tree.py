@@ -6,20 +6,14 @@ import sys
 
 import llfuse
 
-from . import DIR_MODE, FILE_MODE, SIZES, lookup_file, parse
+from . import DIR_MODE, FILE_MODE, SIZES, entry_attr, lookup_file, parse
 
 DIRS = {2: "small", 3: "big"}
 BASE = {"small": 1_000, "big": 1_000_000}
 
 
-def _attr(ino: int, mode: int, timeout: float) -> llfuse.EntryAttributes:
-    a = llfuse.EntryAttributes()
-    a.st_ino = ino
-    a.st_mode = mode
-    a.st_nlink = 2 if mode == DIR_MODE else 1
-    a.st_size = 0 if mode == DIR_MODE else 1
-    a.attr_timeout = a.entry_timeout = timeout
-    return a
+def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
+    return entry_attr(llfuse.EntryAttributes, ino, mode, timeout)
 
 
 class Tree(llfuse.Operations):

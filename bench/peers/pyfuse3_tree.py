@@ -7,18 +7,12 @@ import sys
 import pyfuse3
 import trio
 
-from . import DIR_MODE, FILE_MODE, SIZES, lookup_file, parse
+from . import DIR_MODE, FILE_MODE, SIZES, entry_attr, lookup_file, parse
 from .llfuse_tree import BASE, DIRS
 
 
-def _attr(ino: int, mode: int, timeout: float) -> pyfuse3.EntryAttributes:
-    a = pyfuse3.EntryAttributes()
-    a.st_ino = ino
-    a.st_mode = mode
-    a.st_nlink = 2 if mode == DIR_MODE else 1
-    a.st_size = 0 if mode == DIR_MODE else 1
-    a.attr_timeout = a.entry_timeout = timeout
-    return a
+def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
+    return entry_attr(pyfuse3.EntryAttributes, ino, mode, timeout)
 
 
 class Tree(pyfuse3.Operations):

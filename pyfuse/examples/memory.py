@@ -400,13 +400,20 @@ class Memory(pyfuse.Operations):
 
     def statfs(self, path: str) -> pyfuse.StatVFS:
         with self._mutex:
-            used = sum(len(n.data) for n in self.files.values())
+            used = self._bytes_used(self.root, set())
         total = 1 << 30
         free = max(total - used, 0) // BLOCK
         return pyfuse.StatVFS(f_bsize=BLOCK, f_frsize=BLOCK, f_blocks=total // BLOCK,
                               f_bfree=free, f_bavail=free, f_files=1 << 20,
                               f_ffree=(1 << 20) - self.next_ino, f_favail=(1 << 20) - self.next_ino,
                               f_namemax=255)
+
+    def _bytes_used(self, node: Inode, seen: set[int]) -> int:
+        """File data reachable from ``node``; each inode once (hard links)."""
+        if node.attr.ino in seen:
+            return 0
+        seen.add(node.attr.ino)
+        return len(node.data) + sum(self._bytes_used(c, seen) for c in node.children.values())
 
     # -- extended attributes -----------------------------------------------------------------
     def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
