@@ -36,8 +36,10 @@ IMPLS: dict[str, list[str]] = {
     "fusepy": [PY, "-m", "bench.peers.fusepy_tree"],
 }
 # (workload, daemon flags): W1 and W5 single-threaded with caching off, the rest default.
+# W1mt/W5mt: the same as W1/W5 on the default (multi-threaded) loop.
 GROUPS: list[tuple[list[str], list[str]]] = [
     (["W1", "W5"], ["--single", "--nocache"]),
+    (["W1mt", "W5mt"], ["--nocache"]),
     (["W3n", "W3s"], []),
 ]
 
@@ -110,7 +112,11 @@ def report(summary: dict[str, Any], command: str) -> None:
              "Each cell: mean time per operation (pyperf), and in brackets the ratio to the C "
              "reference (bench/cref.c, libfuse 3 high-level API, readdirplus in offset mode) "
              "measured in the same run. Lower is better. W1/W5: single-threaded loop, caching "
-             "off. W3: default loop and caching.", "",
+             "off; W1mt/W5mt: the same on the default multi-threaded loop. W3: default loop and "
+             "caching.", "",
+             "Noise: with `--fast` on this 2-vCPU machine, run-to-run differences of 20-40 % "
+             "are common on W1/W5 (pyfuse and pyfuse-prepared run identical code there); "
+             "compare rows within one run and prefer `BENCH_ARGS=--rigorous` for decisions.", "",
              "| implementation | " + " | ".join(workloads) + " | RSS after W3 (MiB) |",
              "|---" * (len(workloads) + 2) + "|"]
     for impl in IMPLS:

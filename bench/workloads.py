@@ -4,6 +4,7 @@
 
 W1   listdir + lstat of each entry of /small (8 files); run with caching off
 W5   stat of one file; run with caching off
+W1mt, W5mt  the same on the default multi-threaded loop
 W3n  listdir of /big (65,536 names)
 W3s  scandir + stat of each entry of /big
 """
@@ -34,7 +35,7 @@ def w3s(mnt: str) -> None:
             e.stat(follow_symlinks=False)
 
 
-WORKLOADS = {"W1": w1, "W5": w5, "W3n": w3n, "W3s": w3s}
+WORKLOADS = {"W1": w1, "W5": w5, "W1mt": w1, "W5mt": w5, "W3n": w3n, "W3s": w3s}
 
 
 def _pass_args(cmd: list[str], args: object) -> None:
