@@ -140,6 +140,11 @@ def report(summary: dict[str, Any], command: str) -> None:
         except importlib.metadata.PackageNotFoundError:
             v = "not installed"
         versions.append(f"{dist} {v}")
+    present = [f"{i}.json" for i in IMPLS if os.path.exists(os.path.join(RESULTS, f"{i}.json"))]
+    table = subprocess.run([PY, "-m", "pyperf", "compare_to", *present, "--table"],
+                           cwd=RESULTS, capture_output=True, text=True).stdout
+    lines += ["", "`pyperf compare_to " + " ".join(present) + " --table` (in bench/results):",
+              "", "```", table.rstrip(), "```"]
     lines += ["", "Versions: " + ", ".join(versions) + ".", "",
               "![ratio to the C reference](benchmarks.png)", "",
               "Where the time goes, the targets and what is left: [performance.md]"
