@@ -18,18 +18,25 @@ import tempfile
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from .session import Session, is_mounted, mount, unmount
+from .session import Session, _mountinfo, is_mounted, mount, unmount
 
 
 def _live_mount(mountpoint: str) -> bool:
-    """A FUSE mount is at ``mountpoint`` and answers (a stale one fails with ENOTCONN)."""
-    if not is_mounted(mountpoint):
-        return False
+    """A FUSE mount is at ``mountpoint`` and answers: statvfs reaches the daemon (stat may come
+    from the attribute cache; a stale mount fails with ENOTCONN) and the path resolves to that
+    FUSE mount, not to the directory underneath while an old mount is being replaced."""
     try:
-        os.statvfs(mountpoint)  # always reaches the daemon: stat may come from the cache
+        os.statvfs(mountpoint)
     except OSError as e:
-        return e.errno not in (errno.ENOTCONN, errno.ECONNABORTED)  # any answer means alive
-    return True
+        if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
+            return False  # any other answer means the daemon is alive
+    try:
+        st = os.stat(mountpoint)
+    except OSError:
+        return False
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    mnt = os.path.abspath(mountpoint)
+    return any(m == mnt and d == dev and t.startswith("fuse") for m, d, t in _mountinfo())
 
 
 class DaemonDied(RuntimeError):
