@@ -46,10 +46,21 @@ def _mountinfo() -> Iterator[tuple[str, str, str]]:
             yield (os.fsdecode(mnt), fields[2].decode(), fields[sep + 1].decode())
 
 
+def fuse_device(mountpoint: str) -> Optional[str]:
+    """The "major:minor" device of the FUSE mount at ``mountpoint`` (the kernel's id of its
+    connection), or None if no FUSE filesystem is mounted there. Of stacked mounts, the top
+    one (the one the path resolves to)."""
+    mnt = os.path.abspath(mountpoint)
+    found = None
+    for m, d, t in _mountinfo():
+        if m == mnt and t.startswith("fuse"):
+            found = d
+    return found
+
+
 def is_mounted(mountpoint: str) -> bool:
     """True if a FUSE filesystem is mounted at ``mountpoint`` (read from /proc/self/mountinfo)."""
-    mnt = os.path.abspath(mountpoint)
-    return any(m == mnt and t.startswith("fuse") for m, _, t in _mountinfo())
+    return fuse_device(mountpoint) is not None
 
 
 def unmount(mountpoint: str, lazy: bool = False) -> None:
@@ -60,7 +71,7 @@ def unmount(mountpoint: str, lazy: bool = False) -> None:
     at once. Otherwise ``fusermount3 -u`` (``-z`` when lazy or busy) is used."""
     mnt = os.path.abspath(mountpoint)
     if os.geteuid() == 0:
-        dev = next((d for m, d, t in _mountinfo() if m == mnt and t.startswith("fuse")), None)
+        dev = fuse_device(mnt)
         rc = lib.pyfuse_umount2(os.fsencode(mnt), lazy)
         if rc == -errno.EBUSY:
             rc = lib.pyfuse_umount2(os.fsencode(mnt), 1)
@@ -106,8 +117,7 @@ def _abort_connection(dev: str) -> None:
 def abort(mountpoint: str) -> bool:
     """Abort the FUSE connection behind ``mountpoint`` (root only): every process blocked on
     it gets an error at once. A last resort for a hung filesystem; returns False if not found."""
-    mnt = os.path.abspath(mountpoint)
-    dev = next((d for m, d, t in _mountinfo() if m == mnt and t.startswith("fuse")), None)
+    dev = fuse_device(mountpoint)
     if dev is None:
         return False
     _abort_connection(dev)
@@ -218,8 +228,7 @@ class Session:
             lib.pyfuse_destroy(self._c)
             self._c = ffi.NULL
             raise OSError(-rc, f"mounting at {self.mountpoint} failed (see the 'pyfuse' log)")
-        self.connection = next((d for m, d, t in _mountinfo()
-                                if m == self.mountpoint and t.startswith("fuse")), None)
+        self.connection = fuse_device(self.mountpoint)
         log.debug("mounted %s (connection %s)", self.mountpoint, self.connection)
 
     def loop(self) -> None:

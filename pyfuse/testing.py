@@ -18,7 +18,7 @@ import tempfile
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from .session import Session, _mountinfo, is_mounted, mount, unmount
+from .session import Session, fuse_device, is_mounted, mount, unmount
 
 
 def _live_mount(mountpoint: str) -> bool:
@@ -34,9 +34,7 @@ def _live_mount(mountpoint: str) -> bool:
         st = os.stat(mountpoint)
     except OSError:
         return False
-    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    mnt = os.path.abspath(mountpoint)
-    return any(m == mnt and d == dev and t.startswith("fuse") for m, d, t in _mountinfo())
+    return fuse_device(mountpoint) == f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
 class DaemonDied(RuntimeError):

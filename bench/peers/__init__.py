@@ -41,3 +41,27 @@ def entry_attr(cls: type, ino: int, mode: int, timeout: float) -> object:
     a.st_size = 0 if mode == DIR_MODE else 1
     a.attr_timeout = a.entry_timeout = timeout
     return a
+
+
+# The low-level peers (llfuse, pyfuse3) number inodes: 1 root, 2 /small, 3 /big, files from BASE.
+ROOT_INO = 1
+DIRS = {2: "small", 3: "big"}
+BASE = {"small": 1_000, "big": 1_000_000}
+
+
+def inode_mode(ino: int) -> int | None:
+    """The mode of inode ``ino``, or None if there is no such inode."""
+    if ino == ROOT_INO or ino in DIRS:
+        return DIR_MODE
+    if any(base <= ino < base + SIZES[d] for d, base in BASE.items()):
+        return FILE_MODE
+    return None
+
+
+def child(parent: int, name: str) -> tuple[int, int] | None:
+    """(inode, mode) of ``name`` in directory ``parent``, or None."""
+    if parent == ROOT_INO:
+        return next(((ino, DIR_MODE) for ino, d in DIRS.items() if d == name), None)
+    d = DIRS.get(parent)
+    i = lookup_file(d, name) if d else None
+    return None if i is None else (BASE[d] + i, FILE_MODE)

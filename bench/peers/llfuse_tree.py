@@ -6,10 +6,7 @@ import sys
 
 import llfuse
 
-from . import DIR_MODE, FILE_MODE, SIZES, entry_attr, lookup_file, parse
-
-DIRS = {2: "small", 3: "big"}
-BASE = {"small": 1_000, "big": 1_000_000}
+from . import BASE, DIR_MODE, DIRS, FILE_MODE, SIZES, child, entry_attr, inode_mode, parse
 
 
 def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
@@ -21,31 +18,17 @@ class Tree(llfuse.Operations):
         super().__init__()
         self.t = timeout
 
-    def _dir_of(self, ino):
-        for name, base in BASE.items():
-            if base <= ino < base + SIZES[name]:
-                return name
-        return None
-
     def getattr(self, inode, ctx=None):
-        if inode == llfuse.ROOT_INODE or inode in DIRS:
-            return _attr(inode, DIR_MODE, self.t)
-        if self._dir_of(inode) is None:
+        mode = inode_mode(inode)
+        if mode is None:
             raise llfuse.FUSEError(errno.ENOENT)
-        return _attr(inode, FILE_MODE, self.t)
+        return _attr(inode, mode, self.t)
 
     def lookup(self, parent, name, ctx=None):
-        name = name.decode()
-        if parent == llfuse.ROOT_INODE:
-            for ino, d in DIRS.items():
-                if d == name:
-                    return _attr(ino, DIR_MODE, self.t)
+        found = child(parent, name.decode())
+        if found is None:
             raise llfuse.FUSEError(errno.ENOENT)
-        d = DIRS.get(parent)
-        i = lookup_file(d, name) if d else None
-        if i is None:
-            raise llfuse.FUSEError(errno.ENOENT)
-        return _attr(BASE[d] + i, FILE_MODE, self.t)
+        return _attr(*found, self.t)
 
     def opendir(self, inode, ctx):
         return inode

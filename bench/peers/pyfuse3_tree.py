@@ -7,8 +7,7 @@ import sys
 import pyfuse3
 import trio
 
-from . import DIR_MODE, FILE_MODE, SIZES, entry_attr, lookup_file, parse
-from .llfuse_tree import BASE, DIRS
+from . import BASE, DIR_MODE, DIRS, FILE_MODE, SIZES, child, entry_attr, inode_mode, parse
 
 
 def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
@@ -21,25 +20,16 @@ class Tree(pyfuse3.Operations):
         self.t = timeout
 
     async def getattr(self, inode, ctx=None):
-        if inode == pyfuse3.ROOT_INODE or inode in DIRS:
-            return _attr(inode, DIR_MODE, self.t)
-        for name, base in BASE.items():
-            if base <= inode < base + SIZES[name]:
-                return _attr(inode, FILE_MODE, self.t)
-        raise pyfuse3.FUSEError(errno.ENOENT)
+        mode = inode_mode(inode)
+        if mode is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return _attr(inode, mode, self.t)
 
     async def lookup(self, parent, name, ctx=None):
-        name = name.decode()
-        if parent == pyfuse3.ROOT_INODE:
-            for ino, d in DIRS.items():
-                if d == name:
-                    return _attr(ino, DIR_MODE, self.t)
+        found = child(parent, name.decode())
+        if found is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
-        d = DIRS.get(parent)
-        i = lookup_file(d, name) if d else None
-        if i is None:
-            raise pyfuse3.FUSEError(errno.ENOENT)
-        return _attr(BASE[d] + i, FILE_MODE, self.t)
+        return _attr(*found, self.t)
 
     async def opendir(self, inode, ctx):
         return inode
