@@ -35,13 +35,22 @@ IMPLS: dict[str, list[str]] = {
     "mfusepy": [PY, "-m", "bench.peers.mfusepy_tree"],
     "fusepy": [PY, "-m", "bench.peers.fusepy_tree"],
 }
-# (workload, daemon flags): W1 and W5 single-threaded with caching off, the rest default.
-# W1mt/W5mt: the same as W1/W5 on the default (multi-threaded) loop.
+# (workloads, daemon flags). W1/W5: single-threaded, caching off (the targets); W1mt/W5mt: the
+# same on the default multi-threaded loop. W2, W3 and walk: default caching, on the default loop
+# (the targets) and single-threaded (suffix st). See bench/workloads.py.
 GROUPS: list[tuple[list[str], list[str]]] = [
     (["W1", "W5"], ["--single", "--nocache"]),
     (["W1mt", "W5mt"], ["--nocache"]),
-    (["W3n", "W3s"], []),
+    (["W2", "W3n", "W3s", "walk"], []),
+    (["W2st", "W3nst", "W3sst", "walkst"], ["--single"]),
 ]
+# A walk takes seconds: 3 processes x 3 values instead of pyperf's 20 (10 with --fast).
+SLOW = {"walk": ["--processes", "3", "--values", "3"],
+        "walkst": ["--processes", "3", "--values", "3"]}
+# Targets of issue 3, as ratios to the C reference (W3n: the binding's own cost, measured with
+# the prepared listing).
+TARGETS = {"W1": ("pyfuse", 1.10), "W5": ("pyfuse", 1.15), "W2": ("pyfuse", 1.20),
+           "W3s": ("pyfuse", 1.15), "W3n": ("pyfuse-prepared", 1.5)}
 
 
 def build_cref() -> None:
@@ -72,12 +81,14 @@ def run_group(impl: str, workloads: list[str], flags: list[str], pyperf_args: li
         with testing.mounted_process(IMPLS[impl] + [mnt] + flags, mnt, log=log) as proc:
             for w in workloads:
                 print(f"== {impl} {w}", flush=True)
+                args = SLOW.get(w, pyperf_args) if "--rigorous" not in pyperf_args else \
+                    pyperf_args
                 r = subprocess.run([PY, os.path.join(HERE, "workloads.py"), "--mount", mnt,
-                                    "--workload", w, "--append", out, "--quiet",
-                                    *pyperf_args], cwd=ROOT)
+                                    "--workload", w, "--append", out, "--quiet", *args],
+                                   cwd=ROOT)
                 if r.returncode != 0:
                     entry[w] = f"failed (exit {r.returncode})"
-                if w.startswith("W3"):
+                if w.startswith(("W3", "walk")):
                     entry[f"rss_after_{w}_kib"] = rss_kib(proc.pid)
     except Exception as e:  # a peer that does not mount: say so
         entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
@@ -112,16 +123,19 @@ def report(summary: dict[str, Any], command: str) -> None:
              "Each cell: mean time per operation (pyperf), and in brackets the ratio to the C "
              "reference (bench/cref.c, libfuse 3 high-level API, readdirplus in offset mode) "
              "measured in the same run. Lower is better. W1/W5: single-threaded loop, caching "
-             "off; W1mt/W5mt: the same on the default multi-threaded loop. W3: default loop and "
-             "caching.", "",
+             "off; W1mt/W5mt: the same on the default multi-threaded loop. W2, W3 and walk: "
+             "default caching (1 s), on the default loop and, with the suffix st, "
+             "single-threaded. The workloads: bench/workloads.py; the tree: bench/model.py.", "",
              "Noise: with `--fast` on this 2-vCPU machine, run-to-run differences of 20-40 % "
              "are common on W1/W5 (pyfuse and pyfuse-prepared run identical code there); "
-             "compare rows within one run and prefer `BENCH_ARGS=--rigorous` for decisions.", "",
-             "| implementation | " + " | ".join(workloads) + " | RSS after W3 (MiB) |",
-             "|---" * (len(workloads) + 2) + "|"]
-    for impl in IMPLS:
+             "compare columns within one run and prefer `BENCH_ARGS=--rigorous` for decisions.",
+             ""]
+    impls = [i for i in IMPLS if i in m or i in summary]
+    lines += ["| workload | " + " | ".join(impls) + " | target |",
+              "|---" * (len(impls) + 2) + "|"]
+    for w in workloads:
         cells = []
-        for w in workloads:
+        for impl in impls:
             v = m.get(impl, {}).get(w)
             if v is None:
                 cells.append(str(summary.get(impl, {}).get(w) or summary.get(impl, {}).get(
@@ -130,16 +144,27 @@ def report(summary: dict[str, Any], command: str) -> None:
                 ratio = f" ({v / ref[w]:.2f}x)" if w in ref else ""
                 cells.append(f"{v * 1e6:.1f} us{ratio}" if v < 1e-3 else
                              f"{v * 1e3:.2f} ms{ratio}")
-        rss = summary.get(impl, {}).get("rss_after_W3s_kib")
-        cells.append(f"{rss / 1024:.1f}" if rss else "")
-        lines.append(f"| {impl} | " + " | ".join(cells) + " |")
+        target = ""
+        if w in TARGETS:
+            who, limit = TARGETS[w]
+            v = m.get(who, {}).get(w)
+            met = "" if v is None or w not in ref else \
+                (" met" if v / ref[w] <= limit else " missed")
+            target = f"{who} <= {limit:.2f}x{met}"
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | {target} |")
+    lines += ["", "Daemon RSS (MiB) after the big listings:", "",
+              "| after | " + " | ".join(impls) + " |", "|---" * (len(impls) + 1) + "|"]
+    for k in ("W3s", "walk", "W3sst", "walkst"):
+        kib = [summary.get(i, {}).get(f"rss_after_{k}_kib") for i in impls]
+        lines.append(f"| {k} | " + " | ".join(f"{x / 1024:.1f}" if x else "" for x in kib)
+                     + " |")
     versions = []
     for dist in ("pyperf", "pyfuse3", "llfuse", "mfusepy", "fusepy"):
         try:
-            v = importlib.metadata.version(dist)
+            version = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
-            v = "not installed"
-        versions.append(f"{dist} {v}")
+            version = "not installed"
+        versions.append(f"{dist} {version}")
     present = [f"{i}.json" for i in IMPLS if os.path.exists(os.path.join(RESULTS, f"{i}.json"))]
     table = subprocess.run([PY, "-m", "pyperf", "compare_to", *present, "--table"],
                            cwd=RESULTS, capture_output=True, text=True).stdout

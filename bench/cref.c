@@ -1,10 +1,9 @@
-/* The C reference for the benchmarks: the synthetic tree of bench/tree.py on libfuse 3's
+/* The C reference for the benchmarks: the synthetic tree of bench/model.py on libfuse 3's
  * high-level API, with readdirplus in offset mode (the physical limit for pyfuse's design).
  *
- *   cref MOUNTPOINT [--single] [--nocache] [--big N] [--small N]
+ *   cref MOUNTPOINT [--single] [--nocache]
  *
- * Tree: /small/fNNNNN (default 8 files), /big/fNNNNN (default 65536 files); every file is
- * 0644 and 1 byte long. Built by bench/__main__.py with: cc -O2 cref.c $(pkg-config --cflags
+ * Tree: see bench/model.py (/small, /big, /w2, /src); every file is 0644 and 1 byte long. Built by bench/__main__.py with: cc -O2 cref.c $(pkg-config --cflags
  * --libs fuse3). */
 #define FUSE_USE_VERSION 312
 #include <fuse.h>
@@ -14,16 +13,95 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long n_small = 8, n_big = 65536;
 static int nocache;
 
-static long dir_size(const char *name, size_t len)
+/* i for name == prefix followed by exactly `width` digits with value i < n, else -1 */
+static long name_index(const char *name, size_t len, char prefix, size_t width, long n)
 {
-    if (len == 5 && memcmp(name, "small", 5) == 0)
-        return n_small;
-    if (len == 3 && memcmp(name, "big", 3) == 0)
-        return n_big;
-    return -1;
+    long i = 0;
+
+    if (len != width + 1 || name[0] != prefix)
+        return -1;
+    for (size_t k = 1; k < len; k++) {
+        if (name[k] < '0' || name[k] > '9')
+            return -1;
+        i = i * 10 + (name[k] - '0');
+    }
+    return i < n ? i : -1;
+}
+
+/* The listing of a directory other than the root (see bench/model.py): entries are
+ * fmt % i for i < n, all of mode `mode`. Returns the mode of `path` (0: no such entry). */
+struct listing {
+    const char *fmt;
+    long n;
+    mode_t mode;
+};
+
+#define DIR_MODE (S_IFDIR | 0755)
+#define FILE_MODE (S_IFREG | 0644)
+
+static mode_t lookup(const char *path, struct listing *l)
+{
+    const char *part[5];
+    size_t len[5];
+    int depth = 0;
+    const char *p = path + 1;
+    long n;
+
+    if (path[1] == '\0') {
+        l->n = 0;
+        return DIR_MODE;
+    }
+    while (depth < 5) {
+        const char *slash = strchr(p, '/');
+        part[depth] = p;
+        len[depth] = slash ? (size_t)(slash - p) : strlen(p);
+        depth++;
+        if (slash == NULL)
+            break;
+        p = slash + 1;
+    }
+#define IS(k, s) (len[k] == sizeof(s) - 1 && memcmp(part[k], s, len[k]) == 0)
+    if (IS(0, "small") || IS(0, "big")) {
+        n = IS(0, "small") ? 8 : 65536;
+        if (depth == 1) {
+            *l = (struct listing){ "f%05ld", n, FILE_MODE };
+            return DIR_MODE;
+        }
+        return depth == 2 && name_index(part[1], len[1], 'f', 5, n) >= 0 ? FILE_MODE : 0;
+    }
+    if (IS(0, "w2")) {
+        if (depth == 1) {
+            *l = (struct listing){ "d%06ld", 1000000, DIR_MODE };
+            return DIR_MODE;
+        }
+        if (depth > 3 || name_index(part[1], len[1], 'd', 6, 1000000) < 0)
+            return 0;
+        if (depth == 2) {
+            *l = (struct listing){ "f%05ld", 8, FILE_MODE };
+            return DIR_MODE;
+        }
+        return name_index(part[2], len[2], 'f', 5, 8) >= 0 ? FILE_MODE : 0;
+    }
+    if (IS(0, "src")) {
+        if (depth > 4)
+            return 0;
+        for (int k = 1; k < depth && k < 3; k++)
+            if (name_index(part[k], len[k], 'd', 2, 64) < 0)
+                return 0;
+        if (depth < 3) {
+            *l = (struct listing){ "d%02ld", 64, DIR_MODE };
+            return DIR_MODE;
+        }
+        if (depth == 3) {
+            *l = (struct listing){ "f%02ld", 15, FILE_MODE };
+            return DIR_MODE;
+        }
+        return name_index(part[3], len[3], 'f', 2, 15) >= 0 ? FILE_MODE : 0;
+    }
+#undef IS
+    return 0;
 }
 
 static void *ref_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -37,70 +115,49 @@ static void *ref_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     return NULL;
 }
 
-static void file_attr(struct stat *st)
+static void fill_attr(struct stat *st, mode_t mode)
 {
     memset(st, 0, sizeof *st);
-    st->st_mode = S_IFREG | 0644;
-    st->st_nlink = 1;
-    st->st_size = 1;
+    st->st_mode = mode;
+    st->st_nlink = mode == DIR_MODE ? 2 : 1;
+    st->st_size = mode == DIR_MODE ? 0 : 1;
 }
 
 static int ref_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-    const char *slash;
-    long n, i;
-    char *end;
+    struct listing l;
+    mode_t mode = lookup(path, &l);
 
     (void)fi;
-    memset(st, 0, sizeof *st);
-    if (strcmp(path, "/") == 0) {
-        st->st_mode = S_IFDIR | 0755;
-        st->st_nlink = 4;
-        return 0;
-    }
-    slash = strchr(path + 1, '/');
-    n = dir_size(path + 1, slash ? (size_t)(slash - path - 1) : strlen(path + 1));
-    if (n < 0)
+    if (mode == 0)
         return -ENOENT;
-    if (slash == NULL) {
-        st->st_mode = S_IFDIR | 0755;
-        st->st_nlink = 2;
-        return 0;
-    }
-    if (slash[1] != 'f')
-        return -ENOENT;
-    i = strtol(slash + 2, &end, 10);
-    if (*end != '\0' || i < 0 || i >= n)
-        return -ENOENT;
-    file_attr(st);
+    fill_attr(st, mode);
     return 0;
 }
 
 static int ref_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                        struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
+    static const char *const top[] = { ".", "..", "small", "big", "w2", "src" };
+    enum fuse_fill_dir_flags plus = (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0;
+    struct listing l;
     struct stat st;
     char name[32];
-    long n;
 
     (void)fi;
+    if (lookup(path, &l) != DIR_MODE)
+        return -ENOTDIR;
     if (strcmp(path, "/") == 0) {
-        static const char *const top[] = { ".", "..", "small", "big" };
-        for (long i = off; i < 4; i++) {
-            memset(&st, 0, sizeof st);
-            st.st_mode = (i < 2 ? S_IFDIR : S_IFDIR) | 0755;
-            if (filler(buf, top[i], &st, i + 1, FUSE_FILL_DIR_PLUS))
+        fill_attr(&st, DIR_MODE);
+        for (long i = off; i < 6; i++)
+            if (filler(buf, top[i], &st, i + 1, plus))
                 break;
-        }
         return 0;
     }
-    n = dir_size(path + 1, strlen(path + 1));
-    if (n < 0)
-        return -ENOENT;
-    file_attr(&st);
-    for (long i = off; i < n; i++) {
-        snprintf(name, sizeof name, "f%05ld", i);
-        if (filler(buf, name, &st, i + 1, (flags & FUSE_READDIR_PLUS) ? FUSE_FILL_DIR_PLUS : 0))
+    fill_attr(&st, l.mode);
+    for (long i = off; i < l.n; i++) {
+        snprintf(name, sizeof name, l.fmt, i);
+        if (filler(buf, name, &st, i + 1, plus))
             break;
     }
     return 0;
@@ -141,15 +198,11 @@ int main(int argc, char *argv[])
             single = 1;
         else if (strcmp(argv[i], "--nocache") == 0)
             nocache = 1;
-        else if (strcmp(argv[i], "--big") == 0 && i + 1 < argc)
-            n_big = atol(argv[++i]);
-        else if (strcmp(argv[i], "--small") == 0 && i + 1 < argc)
-            n_small = atol(argv[++i]);
         else
             mnt = argv[i];
     }
     if (mnt == NULL) {
-        fprintf(stderr, "usage: %s MOUNTPOINT [--single] [--nocache] [--big N] [--small N]\n",
+        fprintf(stderr, "usage: %s MOUNTPOINT [--single] [--nocache]\n",
                 argv[0]);
         return 2;
     }

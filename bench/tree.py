@@ -1,56 +1,50 @@
-"""The synthetic benchmark tree served by pyfuse: the same tree and logic as bench/cref.c.
+"""The synthetic benchmark tree (bench/model.py) served by pyfuse, with the logic of bench/cref.c.
 
-    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--big N] [--small N]
+    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared]
 
-/small holds 8 files, /big 65,536 (f00000...); every file is 0644 and 1 byte long. readdir hands
-out attributes with the names (readdirplus), like the C reference.
+readdir hands out attributes with the names (readdirplus), like the C reference. --prepared:
+/big's listing is built once, so that W3 shows the binding's own per-entry cost.
 """
 from __future__ import annotations
 
 import argparse
 import errno
-import stat
+import os
+import sys
 
-import pyfuse
-from pyfuse import Attr, DirEntry, FuseError
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-DIR = Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
-FILE = Attr(mode=stat.S_IFREG | 0o644, nlink=1, size=1)
+import pyfuse  # noqa: E402
+from bench import model  # noqa: E402
+from pyfuse import Attr, DirEntry, FuseError  # noqa: E402
+
+ATTRS = {model.DIR: Attr(mode=model.DIR, nlink=2), model.FILE: Attr(mode=model.FILE, nlink=1,
+                                                                    size=1)}
+ROOT = [".", "..", *(DirEntry(name, ATTRS[model.DIR]) for name in model.TOP)]
 
 
 class Tree(pyfuse.Operations):
-    def __init__(self, small: int = 8, big: int = 65536, prepared: bool = False) -> None:
-        self.sizes = {"small": small, "big": big}
-        # --prepared: the listing is built once, so a benchmark sees only the binding's cost
-        self.prepared = [DirEntry(f"f{i:05d}", FILE) for i in range(big)] if prepared else None
+    def __init__(self, prepared: bool = False) -> None:
+        fmt, n, mode = model.listing("/big")  # type: ignore[misc]
+        self.prepared = [DirEntry(fmt % i, ATTRS[mode]) for i in range(n)] if prepared else None
 
     def getattr(self, path, fh):
-        if path == "/":
-            return DIR
-        d, _, name = path[1:].partition("/")
-        n = self.sizes.get(d)
-        if n is None:
+        mode = model.kind(path)
+        if mode is None:
             raise FuseError(errno.ENOENT)
-        if not name:
-            return DIR
-        if name[0] != "f" or not name[1:].isdigit() or int(name[1:]) >= n:
-            raise FuseError(errno.ENOENT)
-        return FILE
+        return ATTRS[mode]
 
     def readdir(self, path, offset, fh, plus):
         if path == "/":
-            return [".", "..", DirEntry("small", DIR), DirEntry("big", DIR)]
-        n = self.sizes.get(path[1:])
-        if n is None:
-            raise FuseError(errno.ENOENT)
+            return ROOT
         if self.prepared is not None and path == "/big":
             return self.prepared
-        return self._entries(n)
-
-    @staticmethod
-    def _entries(n):
-        for i in range(n):
-            yield (f"f{i:05d}", FILE)  # a plain tuple: the cheapest entry to build
+        found = model.listing(path)
+        if found is None:
+            raise FuseError(errno.ENOTDIR)
+        fmt, n, mode = found
+        attr = ATTRS[mode]
+        return ((fmt % i, attr) for i in range(n))  # plain tuples: the cheapest entries to build
 
     def open(self, path, flags):
         return 0
@@ -64,13 +58,11 @@ def main() -> None:
     p.add_argument("mountpoint")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
-    p.add_argument("--big", type=int, default=65536)
-    p.add_argument("--small", type=int, default=8)
     p.add_argument("--prepared", action="store_true")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
-    pyfuse.run(Tree(a.small, a.big, a.prepared), a.mountpoint, threads=not a.single, config=cfg,
+    pyfuse.run(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
                fsname="pyfuse-tree")
 
 

@@ -2,17 +2,26 @@
 
     python bench/workloads.py --mount M --workload W1 [pyperf options, e.g. -o out.json --fast]
 
-W1   listdir + lstat of each entry of /small (8 files); run with caching off
-W5   stat of one file; run with caching off
-W1mt, W5mt  the same on the default multi-threaded loop
-W3n  listdir of /big (65,536 names)
-W3s  scandir + stat of each entry of /big
+W1    listdir + lstat of each entry of /small (8 files); run with caching off
+W5    stat of one file; run with caching off
+W2    cold ``ls -l`` (listdir + lstat of each entry) of an 8-file directory never visited before:
+      each call takes the next of /w2's 1,000,000 directories, from a random start per process
+W3n   listdir of /big (65,536 names)
+W3s   scandir + stat of each entry of /big
+walk  os.walk of /src (4,161 directories) + lstat of each of its 61,440 files
+
+A suffix names the daemon's loop and caching (see bench/__main__.py): W1 and W5 are run
+single-threaded, ``mt`` is the default (multi-threaded) loop, ``st`` single-threaded.
 """
 from __future__ import annotations
 
+import itertools
 import os
+import random
 
 import pyperf
+
+_w2_next = itertools.count(random.randrange(1_000_000))
 
 
 def w1(mnt: str) -> None:
@@ -25,6 +34,12 @@ def w5(mnt: str) -> None:
     os.stat(os.path.join(mnt, "small", "f00003"))
 
 
+def w2(mnt: str) -> None:
+    d = os.path.join(mnt, "w2", f"d{next(_w2_next) % 1_000_000:06d}")
+    for name in os.listdir(d):
+        os.lstat(os.path.join(d, name))
+
+
 def w3n(mnt: str) -> None:
     os.listdir(os.path.join(mnt, "big"))
 
@@ -35,7 +50,14 @@ def w3s(mnt: str) -> None:
             e.stat(follow_symlinks=False)
 
 
-WORKLOADS = {"W1": w1, "W5": w5, "W1mt": w1, "W5mt": w5, "W3n": w3n, "W3s": w3s}
+def walk(mnt: str) -> None:
+    for top, _, files in os.walk(os.path.join(mnt, "src")):
+        for f in files:
+            os.lstat(os.path.join(top, f))
+
+
+BASE = {"W1": w1, "W5": w5, "W2": w2, "W3n": w3n, "W3s": w3s, "walk": walk}
+WORKLOADS = {name + sfx: fn for name, fn in BASE.items() for sfx in ("", "mt", "st")}
 
 
 def _pass_args(cmd: list[str], args: object) -> None:

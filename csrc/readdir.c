@@ -92,10 +92,12 @@ static int check_names(const char *names, size_t names_len, int n)
 }
 
 int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,
-                const int64_t *offs, const struct pyfuse_attr *attrs, int64_t base)
+                const char *offs, const char *attrs, int64_t base)
 {
     const char *p = names;
+    struct pyfuse_attr a;
     struct stat st;
+    int64_t off;
     int res;
 
     if (n <= 0)
@@ -104,14 +106,19 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
     if (res != 0)
         return res;
     for (int i = 0; i < n; i++) {
-        int64_t off = offs ? offs[i] : base + i + 1;
         const struct stat *sp = NULL;
         enum fuse_fill_dir_flags fl = 0;
 
+        if (offs != NULL)
+            memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
+        else
+            off = base + i + 1;
         if (off <= 0)
             return -EINVAL;
-        if (attrs != NULL && attrs[i].mode != 0) {
-            pyfuse_attr_to_stat(&attrs[i], &st);
+        if (attrs != NULL)
+            memcpy(&a, attrs + (size_t)i * sizeof a, sizeof a);
+        if (attrs != NULL && a.mode != 0) {
+            pyfuse_attr_to_stat(&a, &st);
             sp = &st;
             if (f->plus)
                 fl = FUSE_FILL_DIR_PLUS;

@@ -12,7 +12,8 @@ import logging
 import sys
 import time
 from array import array
-from itertools import islice
+from itertools import islice, repeat
+from operator import is_
 from typing import Any, Optional
 
 from ._pyfuse_c import ffi, lib
@@ -600,20 +601,25 @@ class DirStream:
                 log.exception("closing a readdir iterator raised")
 
 
-def _split(batch: list[Any]) -> tuple[Any, Any, Any]:
-    """(names, attrs, offsets) of a batch of str/DirEntry items, all at C speed if homogeneous."""
+def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
+    """(encoded NUL-separated names, attrs, offsets) of a batch of entries.
+
+    The common batches (all names, or all (name, attr[, offset]) tuples / DirEntry objects of one
+    length) are split at C speed; names that are not str, attrs that do not pack and offsets
+    that are not integers are caught later by the join, the packing and the array.
+    """
+    n = len(batch)
     t = type(batch[0])
     if t is str:
-        if all(type(e) is str for e in batch):
-            return batch, None, None
-    elif t is DirEntry and len(set(map(type, batch))) == 1:
-        return tuple(zip(*batch))  # type: ignore[return-value]
-    elif t is tuple and len(set(map(type, batch))) == 1 and len(set(map(len, batch))) == 1:
+        try:
+            return "\0".join(batch).encode(_ENC, "surrogateescape"), None, None
+        except TypeError:
+            pass  # not only names: normalise below
+    elif (t is tuple or t is DirEntry) and all(map(isinstance, batch, repeat(tuple))):
         cols = tuple(zip(*batch))
-        if len(cols) == 2 and type(cols[0][0]) is str:
-            return cols[0], cols[1], None
-        if len(cols) == 3 and type(cols[0][0]) is str:
-            return cols  # type: ignore[return-value]
+        k = len(cols)
+        if 2 <= k <= 3 and sum(map(len, batch)) == k * n:  # all of one length
+            return _join(cols[0]), cols[1], cols[2] if k == 3 else None
     norm = []
     for e in batch:
         if isinstance(e, str):
@@ -627,16 +633,35 @@ def _split(batch: list[Any]) -> tuple[Any, Any, Any]:
         else:
             raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
                             f"tuples, not {type(e).__name__}")
-    return tuple(zip(*norm))  # type: ignore[return-value]
+    names, attrs, offs = zip(*norm)
+    return _join(names), attrs, offs
 
 
-def _pack_or_none(a: Any) -> bytes:
-    return NO_ATTR if a is None else pack_attr(a)
+def _join(names: Any) -> bytes:
+    try:
+        return "\0".join(names).encode(_ENC, "surrogateescape")
+    except TypeError:
+        raise BadReturn("readdir entry names must be str") from None
+
+
+def _pack_attrs(attrs: Any) -> Any:
+    """The packed attributes of a batch, or NULL when no entry has any."""
+    a0 = attrs[0]
+    if a0 is attrs[-1] and all(map(is_, attrs, repeat(a0))):  # one shared template, or all None
+        return ffi.NULL if a0 is None else pack_attr(a0) * len(attrs)
+    memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
+    out = []
+    for a in attrs:
+        r = memo.get(id(a))
+        if r is None:
+            r = memo[id(a)] = NO_ATTR if a is None else pack_attr(a)
+        out.append(r)
+    return b"".join(out)
 
 
 def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
     """Hand one batch to C; returns how many entries the kernel buffer took."""
-    names, attrs, offs = _split(batch)
+    blob, attrs, offs = _split(batch)
     n = len(batch)
     if offs is None or not any(offs):
         offs_c = ffi.NULL
@@ -647,34 +672,17 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
     else:
         if min(offs) < 0:
             raise BadReturn("readdir yielded a negative offset")
-        offs_c = ffi.from_buffer("int64_t[]", array("q", offs))
+        offs_c = array("q", offs).tobytes()
         mode = 2
     if d.mode != mode:
         if d.mode != 0:
             raise BadReturn("readdir changed between positional entries (offset 0) and "
                             "entries with offsets within one listing")
         d.mode = mode
-    if attrs is None or attrs.count(None) == n:
-        attrs_c = ffi.NULL
-    else:
-        # Entries often share one Attr object (a template): pack each distinct object once.
-        memo: dict[int, bytes] = {}
-
-        def pack(a: Any) -> bytes:
-            r = memo.get(id(a))
-            if r is None:
-                r = memo[id(a)] = _pack_or_none(a)
-            return r
-
-        try:
-            packed = b"".join(map(pack, attrs))
-        except Exception as e:
-            raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
-        attrs_c = ffi.from_buffer("struct pyfuse_attr[]", packed)
     try:
-        blob = "\0".join(names).encode(_ENC, "surrogateescape")
-    except TypeError:
-        raise BadReturn("readdir entry names must be str") from None
+        attrs_c = ffi.NULL if attrs is None else _pack_attrs(attrs)
+    except Exception as e:
+        raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
     k = lib.pyfuse_fill(fill, blob, len(blob), n, offs_c, attrs_c, st.pos)
     if k < 0:
         raise BadReturn(f"readdir yielded an invalid name ({errno.errorcode.get(-k, k)}): "

@@ -121,6 +121,21 @@ def test_mixed_entry_kinds(mount_ops, mnt):
     assert sorted(os.listdir(os.path.join(mnt, "d"))) == ["a", "b", "c", "d"]
 
 
+@pytest.mark.parametrize("entries", [
+    [("a", None), "bc"],                       # a 2-character name is not a (name, attr) pair
+    ["bc", ("a", None)],
+    [("a", Attr(mode=FILE)), DirEntry("bc")],  # tuples and DirEntry objects of two lengths
+    [("a", None, 0), ("bc", Attr(mode=FILE))],
+])
+def test_mixed_shapes(mount_ops, mnt, entries):
+    class Mixed(Listing):
+        def readdir(self, path, offset, fh, plus):
+            return entries
+
+    mount_ops(Mixed(0))
+    assert sorted(os.listdir(os.path.join(mnt, "d"))) == ["a", "bc"]
+
+
 def test_dtype_from_attr(mount_ops, mnt):
     mount_ops(Listing(10, "attrs"))
     with os.scandir(os.path.join(mnt, "d")) as it:

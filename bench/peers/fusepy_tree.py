@@ -4,34 +4,39 @@ from __future__ import annotations
 import errno
 import sys
 
-from . import DIR_MODE, FILE_MODE, SIZES, lookup_file, parse
+from bench import model
+
+from . import parse
 
 
 def main(argv: list[str] | None = None, module: str = "fuse") -> None:
     args = parse(argv)
     fuse = __import__(module)
 
-    FILE = {"st_mode": FILE_MODE, "st_nlink": 1, "st_size": 1}
-    DIR = {"st_mode": DIR_MODE, "st_nlink": 2}
+    attrs = {model.FILE: {"st_mode": model.FILE, "st_nlink": 1, "st_size": 1},
+             model.DIR: {"st_mode": model.DIR, "st_nlink": 2}}
 
     class Tree(fuse.Operations):
         def getattr(self, path, fh=None):
-            if path == "/":
-                return DIR
-            d, _, name = path[1:].partition("/")
-            if d not in SIZES:
+            mode = model.kind(path)
+            if mode is None:
                 raise fuse.FuseOSError(errno.ENOENT)
-            if not name:
-                return DIR
-            if lookup_file(d, name) is None:
-                raise fuse.FuseOSError(errno.ENOENT)
-            return FILE
+            return attrs[mode]
 
         def readdir(self, path, fh):
             if path == "/":
-                return [".", "..", "small", "big"]
-            n = SIZES[path[1:]]
-            return [".", ".."] + [f"f{i:05d}" for i in range(n)]
+                return [".", "..", *model.TOP]
+            found = model.listing(path)
+            if found is None:
+                raise fuse.FuseOSError(errno.ENOTDIR)
+            fmt, n, _ = found
+            return [".", ".."] + [fmt % i for i in range(n)]
+
+        def open(self, path, flags):
+            return 0
+
+        def read(self, path, size, offset, fh):
+            return b"x"[offset:offset + size]
 
     kw = {}
     if args.nocache:

@@ -6,42 +6,37 @@ import sys
 
 import llfuse
 
-from . import BASE, DIR_MODE, DIRS, FILE_MODE, SIZES, child, entry_attr, inode_mode, parse
-
-
-def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
-    return entry_attr(llfuse.EntryAttributes, ino, mode, timeout)
+from . import InodeTree, parse
 
 
 class Tree(llfuse.Operations):
     def __init__(self, timeout: float) -> None:
         super().__init__()
-        self.t = timeout
+        self.tree = InodeTree(llfuse.EntryAttributes, timeout)
 
     def getattr(self, inode, ctx=None):
-        mode = inode_mode(inode)
-        if mode is None:
+        a = self.tree.attr(inode)
+        if a is None:
             raise llfuse.FUSEError(errno.ENOENT)
-        return _attr(inode, mode, self.t)
+        return a
 
     def lookup(self, parent, name, ctx=None):
-        found = child(parent, name.decode())
-        if found is None:
+        a = self.tree.lookup(parent, name)
+        if a is None:
             raise llfuse.FUSEError(errno.ENOENT)
-        return _attr(*found, self.t)
+        return a
+
+    def open(self, inode, flags, ctx):
+        return inode
+
+    def read(self, fh, off, size):
+        return b"x"[off:off + size]
 
     def opendir(self, inode, ctx):
         return inode
 
     def readdir(self, fh, off):
-        if fh == llfuse.ROOT_INODE:
-            for k, (ino, d) in enumerate(DIRS.items()):
-                if k >= off:
-                    yield (d.encode(), _attr(ino, DIR_MODE, self.t), k + 1)
-            return
-        d = DIRS[fh]
-        for i in range(off, SIZES[d]):
-            yield (f"f{i:05d}".encode(), _attr(BASE[d] + i, FILE_MODE, self.t), i + 1)
+        return self.tree.entries(fh, off)
 
 
 def main(argv: list[str] | None = None) -> None:

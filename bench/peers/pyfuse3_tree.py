@@ -7,44 +7,38 @@ import sys
 import pyfuse3
 import trio
 
-from . import BASE, DIR_MODE, DIRS, FILE_MODE, SIZES, child, entry_attr, inode_mode, parse
-
-
-def _attr(ino: int, mode: int, timeout: float):  # noqa: ANN202
-    return entry_attr(pyfuse3.EntryAttributes, ino, mode, timeout)
+from . import InodeTree, parse
 
 
 class Tree(pyfuse3.Operations):
     def __init__(self, timeout: float) -> None:
         super().__init__()
-        self.t = timeout
+        self.tree = InodeTree(pyfuse3.EntryAttributes, timeout)
 
     async def getattr(self, inode, ctx=None):
-        mode = inode_mode(inode)
-        if mode is None:
+        a = self.tree.attr(inode)
+        if a is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
-        return _attr(inode, mode, self.t)
+        return a
 
     async def lookup(self, parent, name, ctx=None):
-        found = child(parent, name.decode())
-        if found is None:
+        a = self.tree.lookup(parent, name)
+        if a is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
-        return _attr(*found, self.t)
+        return a
+
+    async def open(self, inode, flags, ctx):
+        return pyfuse3.FileInfo(fh=inode)
+
+    async def read(self, fh, off, size):
+        return b"x"[off:off + size]
 
     async def opendir(self, inode, ctx):
         return inode
 
     async def readdir(self, fh, start_id, token):
-        if fh == pyfuse3.ROOT_INODE:
-            for k, (ino, d) in enumerate(DIRS.items()):
-                if k >= start_id and not pyfuse3.readdir_reply(
-                        token, d.encode(), _attr(ino, DIR_MODE, self.t), k + 1):
-                    return
-            return
-        d = DIRS[fh]
-        for i in range(start_id, SIZES[d]):
-            if not pyfuse3.readdir_reply(token, f"f{i:05d}".encode(),
-                                         _attr(BASE[d] + i, FILE_MODE, self.t), i + 1):
+        for name, attr, nxt in self.tree.entries(fh, start_id):
+            if not pyfuse3.readdir_reply(token, name, attr, nxt):
                 return
 
 

@@ -1,0 +1,78 @@
+"""The benchmark tree is the same tree on every implementation (bench/model.py, bench/cref.c,
+bench/tree.py and the installed peers), so the benchmarks compare like with like."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pyfuse import testing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CREF = os.path.join(ROOT, "bench", "build", "cref-test")
+
+
+def snapshot(mnt: str) -> dict[str, object]:
+    """What a client sees: the walk of /src with every lstat, the other listings, some lookups."""
+    seen: dict[str, object] = {}
+    for top, dirs, files in os.walk(os.path.join(mnt, "src")):
+        rel = os.path.relpath(top, mnt)
+        seen[rel] = (sorted(dirs), sorted(files))
+        for f in files:
+            st = os.lstat(os.path.join(top, f))
+            seen[f"{rel}/{f}"] = (st.st_mode, st.st_nlink, st.st_size)
+    seen["/"] = sorted(os.listdir(mnt))
+    seen["small"] = sorted(os.listdir(os.path.join(mnt, "small")))
+    seen["big"] = len(os.listdir(os.path.join(mnt, "big")))
+    for d in ("w2/d000000", "w2/d999999", "w2/d123456"):
+        seen[d] = [(n, os.lstat(os.path.join(mnt, d, n)).st_mode)
+                   for n in sorted(os.listdir(os.path.join(mnt, d)))]
+    for bad in ("small/f00008", "big/f65536", "w2/d1000000", "w2/d000001/f00008", "src/d64",
+                "src/d00/d00/f15", "src/d00/d00/f00/x", "nope", "small/f0000"):
+        try:
+            os.lstat(os.path.join(mnt, bad))
+            seen[bad] = "exists"
+        except OSError as e:
+            seen[bad] = e.errno
+    with open(os.path.join(mnt, "small", "f00003"), "rb") as f:
+        seen["data"] = f.read()
+    return seen
+
+
+def implementations() -> list[object]:
+    impls = [pytest.param([CREF], id="cref"),
+             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree.py")], id="pyfuse")]
+    for name, module in (("fusepy", "fuse"), ("mfusepy", "mfusepy"), ("llfuse", "llfuse"),
+                         ("pyfuse3", "pyfuse3")):
+        mark = pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                                  reason=f"{name} is installed by `make bench` only")
+        impls.append(pytest.param([sys.executable, "-m", f"bench.peers.{name}_tree"],
+                                  id=name, marks=mark))
+    return impls
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    os.makedirs(os.path.dirname(CREF), exist_ok=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", CREF,
+                    os.path.join(ROOT, "bench", "cref.c"), *flags], check=True)
+    mnt = str(tmp_path_factory.mktemp("cref"))
+    with testing.mounted_process([CREF, mnt], mnt):
+        return snapshot(mnt)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("cmd", implementations())
+def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str) -> None:
+    mnt = str(tmp_path)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    with testing.mounted_process([*cmd, mnt], mnt, env=env):
+        got = snapshot(mnt)
+    assert len(expected) > 61_440
+    assert expected["big"] == 65_536 and len(expected["small"]) == 8  # type: ignore[arg-type]
+    assert got == expected
