@@ -17,7 +17,10 @@ int pyfuse_cb_chown(void *h, const char *path, int64_t uid, int64_t gid, uint64_
 int pyfuse_cb_truncate(void *h, const char *path, int64_t size, uint64_t fh, int has_fh);
 int pyfuse_cb_open(void *h, const char *path, struct pyfuse_open *fi);
 int pyfuse_cb_create(void *h, const char *path, uint32_t mode, struct pyfuse_open *fi);
-int pyfuse_cb_read(void *h, const char *path, char *buf, size_t size, int64_t off, uint64_t fh);
+int pyfuse_cb_read(void *h, const char *path, char *buf, size_t size, int64_t off, uint64_t fh,
+                   struct pyfuse_fdrange *fdr);
+int pyfuse_cb_write_fd(void *h, const char *path, size_t size, int64_t off, uint64_t fh,
+                       struct pyfuse_fdrange *fdr);
 int pyfuse_cb_write(void *h, const char *path, const char *buf, size_t size, int64_t off,
                     uint64_t fh);
 int pyfuse_cb_statfs(void *h, const char *path, struct pyfuse_statvfs *out);

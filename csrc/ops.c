@@ -34,12 +34,31 @@ void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
     if (st->st_ctim.tv_nsec < 0) { st->st_ctim.tv_sec--; st->st_ctim.tv_nsec += 1000000000; }
 }
 
+/* Ask for (on = 1) or decline (0) a capability the kernel and libfuse offer; -1: the default. */
+static void want(struct fuse_conn_info *conn, unsigned cap, int on)
+{
+    if (on == 1 && (conn->capable & cap))
+        conn->want |= cap;
+    else if (on == 0)
+        conn->want &= ~cap;
+}
+
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     struct pyfuse_session *s = pyfuse_current();
     const struct pyfuse_config *c = &s->cfg;
 
-    (void)conn;
+    if (c->max_write)
+        conn->max_write = c->max_write;
+    if (c->max_read) /* must equal the mount option, which Session adds */
+        conn->max_read = c->max_read;
+    if (c->max_readahead)
+        conn->max_readahead = c->max_readahead;
+    if (c->max_background)
+        conn->max_background = c->max_background;
+    want(conn, FUSE_CAP_SPLICE_READ, c->splice_read);
+    want(conn, FUSE_CAP_SPLICE_WRITE, c->splice_write);
+    want(conn, FUSE_CAP_SPLICE_MOVE, c->splice_move);
     cfg->entry_timeout = c->entry_timeout;
     cfg->attr_timeout = c->attr_timeout;
     cfg->negative_timeout = c->negative_timeout;
@@ -166,17 +185,6 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     if (res == 0)
         open_out(fi, &o);
     return res;
-}
-
-static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
-{
-    return pyfuse_cb_read(H(), path, buf, size, off, fi->fh);
-}
-
-static int op_write(const char *path, const char *buf, size_t size, off_t off,
-                    struct fuse_file_info *fi)
-{
-    return pyfuse_cb_write(H(), path, buf, size, off, fi->fh);
 }
 
 static int op_statfs(const char *path, struct statvfs *out)
@@ -344,8 +352,9 @@ void pyfuse_fill_ops(struct fuse_operations *o, uint64_t m)
     SET(CHOWN, chown, op_chown);
     SET(TRUNCATE, truncate, op_truncate);
     SET(OPEN, open, op_open);
-    SET(READ, read, op_read);
-    SET(WRITE, write, op_write);
+    SET(READ, read_buf, pyfuse_op_read_buf);
+    if (((m >> PYFUSE_OP_WRITE) | (m >> PYFUSE_OP_WRITE_FD)) & 1u)
+        o->write_buf = pyfuse_op_write_buf;
     SET(STATFS, statfs, op_statfs);
     SET(FLUSH, flush, op_flush);
     SET(RELEASE, release, op_release);

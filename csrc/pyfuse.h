@@ -36,4 +36,10 @@ int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 int pyfuse_op_releasedir(const char *path, struct fuse_file_info *fi);
 int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
 
+/* data.c: READ and WRITE */
+int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
+                       struct fuse_file_info *fi);
+int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+                        struct fuse_file_info *fi);
+
 #endif

@@ -11,7 +11,7 @@ enum pyfuse_op {
     PYFUSE_OP_READDIR, PYFUSE_OP_RELEASEDIR, PYFUSE_OP_FSYNCDIR, PYFUSE_OP_INIT,
     PYFUSE_OP_DESTROY, PYFUSE_OP_ACCESS, PYFUSE_OP_CREATE, PYFUSE_OP_LOCK, PYFUSE_OP_UTIMENS,
     PYFUSE_OP_IOCTL, PYFUSE_OP_POLL, PYFUSE_OP_FLOCK, PYFUSE_OP_FALLOCATE,
-    PYFUSE_OP_COPY_FILE_RANGE, PYFUSE_OP_LSEEK,
+    PYFUSE_OP_COPY_FILE_RANGE, PYFUSE_OP_LSEEK, PYFUSE_OP_WRITE_FD,
     PYFUSE_OP_COUNT
 };
 
@@ -75,6 +75,14 @@ struct pyfuse_dir {
 struct pyfuse_fill;
 
 /* Mount-time configuration copied into struct fuse_config by the init trampoline. */
+/* A read answered with, or a write directed to, a range of a file descriptor: fd < 0 means
+ * "not used" (the data goes through memory); size: at most this many bytes (reads). */
+struct pyfuse_fdrange {
+    int fd;
+    int64_t pos;
+    int64_t size;
+};
+
 struct pyfuse_config {
     double entry_timeout;
     double attr_timeout;
@@ -88,6 +96,9 @@ struct pyfuse_config {
     int auto_cache;
     int set_uid, uid, set_gid, gid, set_mode, umask;
     int intr;
+    /* the connection (0 / -1: libfuse's default) */
+    unsigned max_write, max_read, max_readahead, max_background;
+    int splice_read, splice_write, splice_move;
 };
 
 typedef struct pyfuse_session pyfuse_session;

@@ -6,9 +6,9 @@ Subclass :class:`Operations`, then ``pyfuse.run(ops, mountpoint)`` or
 from .errors import FuseError
 from .operations import Operations
 from .session import Session, context, is_mounted, mount, run, unmount
-from .types import Attr, Config, Context, DirEntry, FileInfo, Lock, StatVFS
+from .types import Attr, Config, Context, DirEntry, FdRange, FileInfo, Lock, StatVFS
 
 __version__ = "0.1.0"
 
-__all__ = ["Operations", "Attr", "DirEntry", "StatVFS", "Config", "Context", "FileInfo", "Lock",
-           "FuseError", "Session", "run", "mount", "context", "unmount", "is_mounted"]
+__all__ = ["Operations", "Attr", "DirEntry", "StatVFS", "Config", "Context", "FileInfo", "FdRange",
+           "Lock", "FuseError", "Session", "run", "mount", "context", "unmount", "is_mounted"]

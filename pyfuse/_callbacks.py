@@ -23,6 +23,7 @@ from .types import (
     NO_ATTR,
     STATVFS_STRUCT,
     DirEntry,
+    FdRange,
     FileInfo,
     Lock,
     pack_attr,
@@ -327,12 +328,39 @@ def pyfuse_cb_create(h, path, mode, o):
 
 
 @ffi.def_extern(onerror=_onerror)
-def pyfuse_cb_read(h, path, buf, size, off, fh):
+def pyfuse_cb_read(h, path, buf, size, off, fh, fdr):
     s = _from_handle(h)
     try:
-        return _copy_out(s.op_read(_path(path), size, off, fh), buf, size, "read")
+        data = s.op_read(_path(path), size, off, fh)
+        if type(data) is FdRange:
+            _fd_range(data, fdr, "read")
+            return 0
+        return _copy_out(data, buf, size, "read")
     except BaseException as e:
         return s.fail(e, "read")
+
+
+def _fd_range(r: Any, fdr: Any, what: str) -> None:
+    fd, pos, size = r
+    if type(fd) is not int or fd < 0 or type(pos) is not int or pos < 0 or type(size) is not int:
+        raise BadReturn(f"{what}: invalid {r!r}")
+    fdr.fd = fd
+    fdr.pos = pos
+    fdr.size = size if size >= 0 else 1 << 62
+
+
+@ffi.def_extern(onerror=_onerror)
+def pyfuse_cb_write_fd(h, path, size, off, fh, fdr):
+    s = _from_handle(h)
+    try:
+        r = s.op_write_fd(_path(path), size, off, fh)
+        if r is not None:
+            if type(r) is not FdRange:
+                raise BadReturn(f"write_fd must return a FdRange or None, not {type(r).__name__}")
+            _fd_range(r, fdr, "write_fd")
+    except BaseException as e:
+        return s.fail(e, "write_fd")
+    return 0
 
 
 @ffi.def_extern(onerror=_onerror)

@@ -23,7 +23,7 @@ import os
 from typing import Any, Iterable, Optional, Union
 
 from .errors import FuseError
-from .types import Attr, DirEntry, FileInfo, Lock, StatVFS
+from .types import Attr, DirEntry, FdRange, FileInfo, Lock, StatVFS
 
 __all__ = ["Operations"]
 
@@ -124,16 +124,25 @@ class Operations:
         returns like :meth:`open`. Without it, the kernel uses ``mknod`` then ``open``."""
         raise _enosys()
 
-    def read(self, path: str, size: int, offset: int, fh: int) -> Buffer:
+    def read(self, path: str, size: int, offset: int, fh: int) -> Union[Buffer, FdRange]:
         """Up to ``size`` bytes from ``offset``: ``bytes``, ``bytearray``, ``memoryview`` or any
-        buffer. Fewer bytes than asked means end of file (empty at or past the end). Returning
-        more than ``size`` is an error (logged, ``EIO``)."""
+        buffer (copied once, into the reply), or an :class:`~pyfuse.FdRange` naming a file
+        descriptor and offset to read them from without Python touching the data. Fewer bytes
+        than asked means end of file (empty at or past the end). Returning more than ``size`` is
+        an error (logged, ``EIO``)."""
         raise _enosys()
 
     def write(self, path: str, data: memoryview, offset: int, fh: int) -> int:
         """Write ``data`` at ``offset``; return the number of bytes written. ``data`` is a
         read-only view of libfuse's buffer, valid only during the call: copy what you keep
         (``bytes(data)`` or ``buf[a:b] = data``)."""
+        raise _enosys()
+
+    def write_fd(self, path: str, size: int, offset: int, fh: int) -> Optional[FdRange]:
+        """Zero-copy writes: return ``FdRange(fd, pos)`` to have the ``size`` bytes written at
+        ``offset`` copied (or spliced) by libfuse straight into ``fd`` at ``pos``; the request is
+        answered with what that copy wrote. Return ``None`` to get the data through
+        :meth:`write` instead."""
         raise _enosys()
 
     def statfs(self, path: str) -> Union[StatVFS, os.statvfs_result]:

@@ -181,6 +181,8 @@ class Session:
         opts.append("fsname=" + _escape(fsname or "pyfuse"))
         if subtype:
             opts.append("subtype=" + _escape(subtype))
+        if self.config.max_read:
+            opts.append(f"max_read={int(self.config.max_read)}")  # libfuse wants both
         for k, v in (options or {}).items():
             if v is True or v is None:
                 opts.append(k)

@@ -11,7 +11,8 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Optional, Union
 
-__all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "AttrLike"]
+__all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "FdRange",
+           "AttrLike"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
 # ctime (i64).
@@ -131,6 +132,16 @@ class Config:
     attributes (``attr_timeout``) and a failed lookup (``negative_timeout``). Set all three to 0 to
     see every request. ``hard_remove`` unlinks open files at once (instead of renaming them to
     ``.fuse_hidden*``); handlers then get ``path=None`` for such files and must use ``fh``.
+
+    Data path (see docs/data-path.md): ``direct_io`` bypasses the page cache for every file (or
+    per open: :class:`FileInfo`), ``kernel_cache`` keeps cached pages across opens.
+    ``max_write`` caps one WRITE request (0: libfuse's default, 1 MiB on kernels with
+    ``max_pages``, which follows from it); ``max_read`` caps one READ request (0: no cap
+    beyond ``max_pages``); ``max_readahead`` lowers the kernel's readahead (it
+    cannot raise it); ``max_background`` the number of asynchronous requests (readahead, direct
+    I/O) in flight. ``splice_read``/``splice_write``/``splice_move``: ``None`` keeps libfuse's
+    default; ``True`` asks for moving request and reply data through pipes with ``splice(2)``
+    (used for :class:`FdRange` replies and :meth:`Operations.write_fd`), ``False`` declines.
     """
 
     entry_timeout: float = 1.0
@@ -147,13 +158,22 @@ class Config:
     gid: Optional[int] = None
     umask: Optional[int] = None
     intr: bool = False
+    max_write: int = 0
+    max_read: int = 0
+    max_readahead: int = 0
+    max_background: int = 0
+    splice_read: Optional[bool] = None
+    splice_write: Optional[bool] = None
+    splice_move: Optional[bool] = None
 
     def to_c(self, ffi: Any) -> Any:
         """The struct pyfuse_config for these settings."""
         c = ffi.new("struct pyfuse_config *")
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in ("uid", "gid", "umask"):
+            if f.name.startswith("splice_"):
+                setattr(c, f.name, -1 if v is None else int(v))
+            elif f.name in ("uid", "gid", "umask"):
                 setattr(c, "set_" + ("mode" if f.name == "umask" else f.name), v is not None)
                 setattr(c, f.name, v or 0)
             else:
@@ -180,6 +200,21 @@ class Lock:
     def __repr__(self) -> str:
         return (f"Lock(type={self.type}, whence={self.whence}, start={self.start}, "
                 f"len={self.len}, pid={self.pid})")
+
+
+class FdRange(NamedTuple):
+    """Data that lives in a file descriptor, moved by libfuse without passing through Python.
+
+    :meth:`Operations.read` may return ``FdRange(fd, offset)``: the reply is read (or, with
+    ``Config(splice_write=True)``, spliced) from ``fd`` at ``offset``, at most ``size`` bytes
+    (default: as many as asked; fewer at the end of the file). :meth:`Operations.write_fd`
+    returns one to have a write's data copied (or spliced) into ``fd`` at ``offset``. ``fd``
+    must stay open until the request is answered (keep it for the life of the open file).
+    """
+
+    fd: int
+    offset: int = 0
+    size: int = -1
 
 
 class Context(NamedTuple):

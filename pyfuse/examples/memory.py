@@ -10,8 +10,9 @@ readable and writable through open handles (``Config(hard_remove=True)``: handle
 ``path=None``). One difference from tmpfs remains, from libfuse's path-based API: ``fstat`` of
 an unlinked open file fails with ``ESTALE``, since the kernel asks for it by name.
 
-File data lives in a ``bytearray`` per file, so sequential appends are amortised O(1).
-One lock serialises all operations: handlers run on several threads.
+File data lives in a ``bytearray`` per file, so sequential appends are amortised O(1); a read
+returns a view of it, which pyfuse copies once into the reply. One lock serialises all
+operations: handlers run on several threads.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import os
 import stat
 import threading
 import time
-from typing import Iterator, Optional, Sequence, Union
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 import pyfuse
 from pyfuse import Attr, DirEntry, FuseError
@@ -57,6 +58,18 @@ class Inode:
             self.attr.mtime_ns = now
         if c:
             self.attr.ctime_ns = now
+
+
+def _change(node: Inode, change: Callable[[bytearray], None]) -> None:
+    """Apply ``change`` to the file's data, then update its size. A bytearray cannot change
+    length while a read's view of it is still being copied into a reply (BufferError): the file
+    then gets a new buffer, and the reader keeps the old one."""
+    try:
+        change(node.data)
+    except BufferError:
+        node.data = bytearray(node.data)
+        change(node.data)
+    _sized(node)
 
 
 def _sized(node: Inode) -> None:
@@ -304,12 +317,14 @@ class Memory(pyfuse.Operations):
 
     @staticmethod
     def _resize(node: Inode, size: int) -> None:
-        cur = len(node.data)
-        if size < cur:
-            del node.data[size:]
-        elif size > cur:
-            node.data.extend(bytes(size - cur))
-        _sized(node)
+        def resize(buf: bytearray) -> None:
+            cur = len(buf)
+            if size < cur:
+                del buf[size:]
+            elif size > cur:
+                buf.extend(bytes(size - cur))
+
+        _change(node, resize)
 
     def utimens(self, path: Optional[str], atime_ns: Optional[int], mtime_ns: Optional[int],
                 fh: Optional[int]) -> None:
@@ -335,22 +350,25 @@ class Memory(pyfuse.Operations):
             node = self._add(path, stat.S_IFREG | (mode & 0o7777))
             return self._open_handle(node)
 
-    def read(self, path: Optional[str], size: int, offset: int, fh: int) -> bytes:
+    def read(self, path: Optional[str], size: int, offset: int, fh: int) -> memoryview:
         with self._mutex:
-            return bytes(self.files[fh].data[offset:offset + size])
+            # a view, not a copy: pyfuse copies it once, into the reply
+            return memoryview(self.files[fh].data)[offset:offset + size]
 
     def write(self, path: Optional[str], data: memoryview, offset: int, fh: int) -> int:
-        with self._mutex:
-            node = self.files[fh]
-            buf = node.data
-            n = len(data)
+        n = len(data)
+
+        def store(buf: bytearray) -> None:
             if offset > len(buf):
                 buf.extend(bytes(offset - len(buf)))
             if offset == len(buf):
                 buf += data  # appends are amortised O(1)
             else:
                 buf[offset:offset + n] = data
-            _sized(node)
+
+        with self._mutex:
+            node = self.files[fh]
+            _change(node, store)
             mode = node.attr.mode
             if mode & (stat.S_ISUID | stat.S_ISGID) and pyfuse.context().uid != 0:
                 node.attr.mode = mode & ~(stat.S_ISUID | stat.S_ISGID)

@@ -5,7 +5,9 @@
 Errors from the underlying system calls propagate unchanged: an :class:`OSError` raised by
 ``os.*`` carries its errno, which pyfuse hands to the caller. File handles are the real file
 descriptors. Readdir hands out attributes with the names (one ``os.scandir`` pass), so the kernel
-needs no lookup per entry for ``ls -l``.
+needs no lookup per entry for ``ls -l``. File data never passes through Python: ``read`` answers
+with a :class:`pyfuse.FdRange` of the real file and ``write_fd`` names the real file as the
+target, so libfuse moves the bytes with ``splice(2)`` where it can (``CONFIG``).
 """
 from __future__ import annotations
 
@@ -94,17 +96,27 @@ class Passthrough(pyfuse.Operations):
             os.utime(self._p(path), ns=(atime_ns, mtime_ns), follow_symlinks=False)
 
     # -- files -------------------------------------------------------------------------------
-    def open(self, path: str, flags: int) -> int:
-        return os.open(self._p(path), flags)
+    def open(self, path: str, flags: int) -> Union[int, pyfuse.FileInfo]:
+        return self._opened(os.open(self._p(path), flags & ~os.O_DIRECT), flags)
 
-    def create(self, path: str, mode: int, flags: int) -> int:
-        return os.open(self._p(path), flags | os.O_CREAT, mode)
+    def create(self, path: str, mode: int, flags: int) -> Union[int, pyfuse.FileInfo]:
+        return self._opened(os.open(self._p(path), (flags | os.O_CREAT) & ~os.O_DIRECT, mode),
+                            flags)
 
-    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-        return os.pread(fh, size, offset)
+    @staticmethod
+    def _opened(fd: int, flags: int) -> Union[int, pyfuse.FileInfo]:
+        # O_DIRECT: the requests' buffers are not aligned for the real file's O_DIRECT, so the
+        # real file is opened without it and the kernel's cache of this mount is bypassed.
+        return pyfuse.FileInfo(fd, direct_io=True) if flags & os.O_DIRECT else fd
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> pyfuse.FdRange:
+        return pyfuse.FdRange(fh, offset)  # libfuse reads (or splices) it: no copy in Python
+
+    def write_fd(self, path: str, size: int, offset: int, fh: int) -> pyfuse.FdRange:
+        return pyfuse.FdRange(fh, offset)  # libfuse copies (or splices) the data into fh
 
     def write(self, path: str, data: memoryview, offset: int, fh: int) -> int:
-        return os.pwrite(fh, data, offset)
+        return os.pwrite(fh, data, offset)  # not reached while write_fd answers
 
     def statfs(self, path: str) -> os.statvfs_result:
         return os.statvfs(self._p(path))
@@ -169,11 +181,15 @@ def _renameat2(old: str, new: str, flags: int) -> None:
         raise OSError(e, os.strerror(e))
 
 
+#: Data moves through pipes with splice(2), in both directions.
+CONFIG = pyfuse.Config(splice_read=True, splice_write=True, splice_move=True)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from ._cli import parse, serve
 
     args, kwargs = parse("Mirror SOURCE at MOUNTPOINT.", argv, source=True)
-    return serve(Passthrough(args.source), args.mountpoint, **kwargs)
+    return serve(Passthrough(args.source), args.mountpoint, config=CONFIG, **kwargs)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+/* File data: READ through read_buf and WRITE through write_buf, so that a filesystem can answer
+ * with "these bytes of this file descriptor" (struct pyfuse_fdrange) and libfuse moves the data
+ * with fd-backed buffers and splice, without Python touching it.
+ *
+ * Copies: a read answered with bytes is copied once, by Python, into the reply buffer allocated
+ * here; a read answered with an fd range is read (or spliced) by libfuse straight from the fd.
+ * A write's data reaches Python as a read-only view of libfuse's request buffer (no copy), or is
+ * copied (or spliced) by libfuse straight into the fd range that write_fd named. */
+#include "pyfuse.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    struct fuse_bufvec *bv = malloc(sizeof *bv);
+    struct pyfuse_fdrange fr = { -1, 0, 0 };
+    void *mem;
+    int res;
+
+    if (bv == NULL)
+        return -ENOMEM;
+    mem = malloc(size ? size : 1); /* libfuse frees both after the reply (fuse_free_buf) */
+    if (mem == NULL) {
+        free(bv);
+        return -ENOMEM;
+    }
+    res = pyfuse_cb_read(pyfuse_current()->handle, path, mem, size, off, fi->fh, &fr);
+    if (res < 0) {
+        free(mem);
+        free(bv);
+        return res;
+    }
+    *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
+    if (fr.fd >= 0) {
+        free(mem);
+        bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+        bv->buf[0].fd = fr.fd;
+        bv->buf[0].pos = fr.pos;
+        bv->buf[0].size = (size_t)fr.size < size ? (size_t)fr.size : size;
+    } else {
+        bv->buf[0].mem = mem;
+        bv->buf[0].size = (size_t)res;
+    }
+    *bufp = bv;
+    return 0;
+}
+
+/* Data that is not one memory buffer (it sits in a pipe when libfuse read the request with
+ * splice): copied once into memory for Python's write(). */
+static int write_copied(struct pyfuse_session *s, const char *path, struct fuse_bufvec *buf,
+                        size_t size, off_t off, uint64_t fh)
+{
+    struct fuse_bufvec tmp = FUSE_BUFVEC_INIT(size);
+    ssize_t n;
+    int res;
+
+    tmp.buf[0].mem = malloc(size ? size : 1);
+    if (tmp.buf[0].mem == NULL)
+        return -ENOMEM;
+    n = fuse_buf_copy(&tmp, buf, 0);
+    res = n < 0 ? (int)n : pyfuse_cb_write(s->handle, path, tmp.buf[0].mem, (size_t)n, off, fh);
+    free(tmp.buf[0].mem);
+    return res;
+}
+
+int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+                        struct fuse_file_info *fi)
+{
+    struct pyfuse_session *s = pyfuse_current();
+    size_t size = fuse_buf_size(buf);
+    const struct fuse_buf *b = &buf->buf[buf->idx];
+
+    if (PYFUSE_HAS(s, PYFUSE_OP_WRITE_FD)) {
+        struct pyfuse_fdrange fr = { -1, 0, 0 };
+        int res = pyfuse_cb_write_fd(s->handle, path, size, off, fi->fh, &fr);
+
+        if (res < 0)
+            return res;
+        if (fr.fd >= 0) {
+            struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+            ssize_t n;
+
+            dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+            dst.buf[0].fd = fr.fd;
+            dst.buf[0].pos = fr.pos;
+            n = fuse_buf_copy(&dst, buf, FUSE_BUF_SPLICE_NONBLOCK);
+            return (int)n; /* bytes written, or -errno */
+        }
+    }
+    if (!PYFUSE_HAS(s, PYFUSE_OP_WRITE))
+        return -ENOSYS;
+    if (buf->count - buf->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
+        return pyfuse_cb_write(s->handle, path, (const char *)b->mem + buf->off, size, off,
+                               fi->fh);
+    return write_copied(s, path, buf, size, off, fi->fh);
+}
