@@ -13,6 +13,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,26 @@ SLOW = {"walk": ["--processes", "3", "--values", "3"],
 TARGETS = {"W1": ("pyfuse", 1.10), "W5": ("pyfuse", 1.15), "W2": ("pyfuse", 1.20),
            "W3s": ("pyfuse", 1.15), "W3n": ("pyfuse-prepared", 1.5)}
 
+# The data suite (issue 4): passthrough filesystems over a source directory in /dev/shm, on
+# their default (multi-threaded) loop; the client uses O_DIRECT (bench/workloads.py). cref is
+# libfuse's own example/passthrough.c, compiled at bench time from the libfuse3-dev package (it
+# mirrors "/", so its clients use MNT/SRC). pyfuse-memory: the memory example, which stores the
+# data itself.
+PASSTHROUGH_C = "/usr/share/doc/libfuse3-dev/examples/passthrough.c"
+CPASS = os.path.join(HERE, "build", "passthrough")
+DATA_IMPLS: dict[str, list[str]] = {
+    "cref": [CPASS, "-f", "-o", "fsname=cpass", "{mnt}"],
+    "pyfuse": [PY, "-m", "pyfuse.examples.passthrough", "{src}", "{mnt}"],
+    "pyfuse-memory": [PY, "-m", "pyfuse.examples.memory", "{mnt}"],
+    "pyfuse3": [PY, "-m", "bench.peers.passthrough", "pyfuse3", "{src}", "{mnt}"],
+    "llfuse": [PY, "-m", "bench.peers.passthrough", "llfuse", "{src}", "{mnt}"],
+    "mfusepy": [PY, "-m", "bench.peers.passthrough", "mfusepy", "{src}", "{mnt}"],
+}
+DATA_WORKLOADS = ["seqwrite", "seqread", "rand1", "rand4"]
+DATA_PYPERF = ["--processes", "3", "--values", "3"]
+# Targets of issue 4, as speed relative to the C reference (C time / pyfuse time).
+DATA_TARGETS = {"seqwrite": 0.95, "seqread": 0.95, "rand1": 0.85, "rand4": 0.8}
+
 
 def build_cref() -> None:
     os.makedirs(os.path.dirname(CREF), exist_ok=True)
@@ -59,6 +80,43 @@ def build_cref() -> None:
                            capture_output=True, text=True).stdout.split()
     subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", CREF,
                     os.path.join(HERE, "cref.c"), *flags], check=True)
+    if os.path.exists(PASSTHROUGH_C):
+        subprocess.run(["cc", "-O2", "-o", CPASS, PASSTHROUGH_C,
+                        "-I" + os.path.dirname(PASSTHROUGH_C), *flags], check=True)
+
+
+def run_data(impl: str, pyperf_args: list[str], summary: dict[str, Any]) -> None:
+    """Mount DATA_IMPLS[impl] over a fresh source in /dev/shm and run the data workloads."""
+    from pyfuse import testing
+
+    mnt = tempfile.mkdtemp(prefix=f"bench-data-{impl}-")
+    src = tempfile.mkdtemp(prefix=f"bench-src-{impl}-", dir="/dev/shm")
+    out = os.path.join(RESULTS, f"data-{impl}.json")
+    entry = summary.setdefault(impl, {})
+    argv = [a.format(mnt=mnt, src=src) for a in DATA_IMPLS[impl]]
+    where = mnt + src if impl == "cref" else mnt
+    try:
+        if impl == "cref" and not os.path.exists(CPASS):
+            raise RuntimeError(f"{PASSTHROUGH_C} is missing (apt-get install libfuse3-dev)")
+        with testing.mounted_process(argv, mnt, log=os.path.join(RESULTS, f"data-{impl}.log")) \
+                as proc:
+            for w in DATA_WORKLOADS:
+                print(f"== data {impl} {w}", flush=True)
+                before = rss_kib(proc.pid)
+                r = subprocess.run([PY, os.path.join(HERE, "workloads.py"), "--mount", where,
+                                    "--workload", w, "--append", out, "--quiet",
+                                    *(pyperf_args if "--rigorous" in pyperf_args
+                                      else DATA_PYPERF)], cwd=ROOT)
+                if r.returncode != 0:
+                    entry[w] = f"failed (exit {r.returncode})"
+                if w == "seqwrite":
+                    entry["rss_seqwrite_kib"] = [before, rss_kib(proc.pid)]
+    except Exception as e:  # a peer that does not mount: say so
+        entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        print(f"!! data {impl}: {entry['error']}", flush=True)
+    finally:
+        os.rmdir(mnt)
+        shutil.rmtree(src, ignore_errors=True)
 
 
 def rss_kib(pid: int) -> int:
@@ -97,19 +155,20 @@ def run_group(impl: str, workloads: list[str], flags: list[str], pyperf_args: li
         os.rmdir(mnt)
 
 
-def means() -> dict[str, dict[str, float]]:
+def means(prefix: str = "", impls: Any = IMPLS) -> dict[str, dict[str, float]]:
     import pyperf
 
     out: dict[str, dict[str, float]] = {}
-    for impl in IMPLS:
-        path = os.path.join(RESULTS, f"{impl}.json")
+    for impl in impls:
+        path = os.path.join(RESULTS, f"{prefix}{impl}.json")
         if os.path.exists(path):
             suite = pyperf.BenchmarkSuite.load(path)
             out[impl] = {b.get_name(): b.mean() for b in suite.get_benchmarks()}
     return out
 
 
-def report(summary: dict[str, Any], command: str) -> None:
+def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
+    command = summary.get("_command", "python -m bench --suite tree")
     m = means()
     ref = m.get("cref", {})
     workloads = [w for ws, _ in GROUPS for w in ws]
@@ -174,19 +233,69 @@ def report(summary: dict[str, Any], command: str) -> None:
               "![ratio to the C reference](benchmarks.png)", "",
               "Where the time goes, the targets and what is left: [performance.md]"
               "(performance.md).", ""]
+    lines += report_data(data)
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
-    chart(m, workloads)
+    chart(m, workloads, "benchmarks.png")
 
 
-def chart(m: dict[str, dict[str, float]], workloads: list[str]) -> None:
+def report_data(data: dict[str, Any]) -> list[str]:
+    """The data-path section (issue 4): speed relative to libfuse's passthrough.c."""
+    m = means("data-", DATA_IMPLS)
+    ref = m.get("cref", {})
+    impls = [i for i in DATA_IMPLS if i in m or i in data]
+    lines = ["## Data path", "",
+             f"Made by `{data.get('_command', 'python -m bench --suite data')}`. "
+             "Passthrough filesystems over a source directory in /dev/shm (tmpfs), on their "
+             "default multi-threaded loop; the client opens files with O_DIRECT and page-aligned "
+             "buffers, so each read(2)/write(2) is requests of that size. cref is libfuse's "
+             "example/passthrough.c (pread/pwrite), compiled from the libfuse3-dev package at "
+             "bench time; pyfuse is pyfuse.examples.passthrough (FdRange reads, write_fd "
+             "writes, splice); the peers "
+             "are bench/peers/passthrough.py (os.pread/os.pwrite); pyfuse-memory is the memory "
+             "example, which keeps the data in its own process. Workloads (bench/workloads.py, "
+             "a Python client): seqwrite/seqread 1 GiB in 1 MiB calls (time per GiB), rand1 "
+             "4 KiB preads at random aligned offsets, rand4 the same from 4 threads (time per "
+             "read). Each cell: mean time, and in brackets the speed relative to cref (cref "
+             "time / time; higher is better).", "",
+             "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
+             "|---" * (len(impls) + 2) + "|"]
+    for w in DATA_WORKLOADS:
+        cells = []
+        for impl in impls:
+            v = m.get(impl, {}).get(w)
+            if v is None:
+                cells.append(str(data.get(impl, {}).get(w) or data.get(impl, {}).get(
+                    "error", "not run")))
+                continue
+            speed = f" ({ref[w] / v:.2f}x)" if w in ref else ""
+            cells.append((f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.0f} ms") + speed)
+        v, limit = m.get("pyfuse", {}).get(w), DATA_TARGETS[w]
+        met = "" if v is None or w not in ref else (" met" if ref[w] / v >= limit else " missed")
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | >= {limit:.2f}x{met} |")
+    lines += ["", "Daemon RSS (MiB) before / after seqwrite (the memory example stores the "
+              "1 GiB it is given):", "", "| | " + " | ".join(impls) + " |",
+              "|---" * (len(impls) + 1) + "|"]
+    rss = [data.get(i, {}).get("rss_seqwrite_kib") for i in impls]
+    lines.append("| RSS | " + " | ".join(f"{r[0] / 1024:.0f} / {r[1] / 1024:.0f}" if r else ""
+                                        for r in rss) + " |")
+    lines += ["", "![speed relative to passthrough.c](benchmarks-data.png)", ""]
+    if m:
+        chart({i: {w: ref[w] / v for w, v in ws.items() if w in ref} for i, ws in m.items()},
+              DATA_WORKLOADS, "benchmarks-data.png", "speed relative to passthrough.c "
+              "(higher is better)", log=False)
+    return lines
+
+
+def chart(m: dict[str, dict[str, float]], workloads: list[str], name: str,
+          ylabel: str = "time / C reference (lower is better)", log: bool = True) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ref = m.get("cref", {})
-    impls = [i for i in IMPLS if i in m]
+    ref = m.get("cref", {}) if log else {w: 1.0 for w in workloads}
+    impls = list(m)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / max(len(impls), 1)
     for k, impl in enumerate(impls):
@@ -194,46 +303,68 @@ def chart(m: dict[str, dict[str, float]], workloads: list[str]) -> None:
         for j, w in enumerate(workloads):
             if w in m[impl] and w in ref:
                 xs.append(j + k * width)
-                ys.append(m[impl][w] / ref[w])
+                ys.append(m[impl][w] / ref[w] if log else m[impl][w])
         ax.bar(xs, ys, width, label=impl)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))], workloads)
-    ax.set_ylabel("time / C reference (lower is better)")
-    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(ROOT, "docs", "benchmarks.png"), dpi=100)
+    fig.savefig(os.path.join(ROOT, "docs", name), dpi=100)
+
+
+def _load(path: str, drop: list[str]) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:  # keep the entries of implementations not run now
+        return {k: v for k, v in json.load(f).items() if k not in drop}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--impl", default=",".join(IMPLS))
+    p.add_argument("--suite", default="tree,data", help="tree (issue 3), data (issue 4)")
+    p.add_argument("--impl", default="", help="default: all of the suite's")
     p.add_argument("--workload", default="")
     p.add_argument("--fast", action="store_true", help="pyperf --fast")
     p.add_argument("--rigorous", action="store_true", help="pyperf --rigorous")
     a = p.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     build_cref()
-    impls = [i for i in a.impl.split(",") if i]
+    suites = set(a.suite.split(","))
+    chosen = [i for i in a.impl.split(",") if i]
     only = set(filter(None, a.workload.split(",")))
     pyperf_args = ["--fast"] if a.fast else ["--rigorous"] if a.rigorous else []
-    for impl in impls:
-        path = os.path.join(RESULTS, f"{impl}.json")
-        if os.path.exists(path):
-            os.unlink(path)
+    command = "python -m bench " + " ".join(sys.argv[1:])
     summary_path = os.path.join(RESULTS, "summary.json")
-    summary: dict[str, Any] = {}
-    if os.path.exists(summary_path):  # keep the other implementations' entries
-        with open(summary_path) as f:
-            summary = {k: v for k, v in json.load(f).items() if k not in impls}
-    for workloads, flags in GROUPS:
-        ws = [w for w in workloads if not only or w in only]
+    data_path = os.path.join(RESULTS, "data-summary.json")
+    if "tree" in suites:
+        impls = [i for i in chosen or IMPLS if i in IMPLS]
         for impl in impls:
-            if ws:
-                run_group(impl, ws, flags, pyperf_args, summary)
-    with open(summary_path, "w") as f:
-        json.dump(summary, f, indent=1, sort_keys=True)
-    report(summary, "python -m bench " + " ".join(sys.argv[1:]))
+            if os.path.exists(os.path.join(RESULTS, f"{impl}.json")):
+                os.unlink(os.path.join(RESULTS, f"{impl}.json"))
+        summary = _load(summary_path, impls)
+        summary["_command"] = command
+        for workloads, flags in GROUPS:
+            ws = [w for w in workloads if not only or w in only]
+            for impl in impls:
+                if ws:
+                    run_group(impl, ws, flags, pyperf_args, summary)
+        with open(summary_path, "w") as f:
+            json.dump(summary, f, indent=1, sort_keys=True)
+    if "data" in suites:
+        impls = [i for i in chosen or DATA_IMPLS if i in DATA_IMPLS]
+        for impl in impls:
+            if os.path.exists(os.path.join(RESULTS, f"data-{impl}.json")):
+                os.unlink(os.path.join(RESULTS, f"data-{impl}.json"))
+        data = _load(data_path, impls)
+        data["_command"] = command
+        for impl in impls:
+            run_data(impl, pyperf_args, data)
+        with open(data_path, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+    report(_load(summary_path, []), _load(data_path, []))
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         print(f.read())
 

@@ -12,12 +12,24 @@ walk  os.walk of /src (4,161 directories) + lstat of each of its 61,440 files
 
 A suffix names the daemon's loop and caching (see bench/__main__.py): W1 and W5 are run
 single-threaded, ``mt`` is the default (multi-threaded) loop, ``st`` single-threaded.
+
+The data workloads (--mount is then the directory to use). Files are opened with O_DIRECT and
+page-aligned buffers, so every read(2)/write(2) reaches the filesystem as requests of that size,
+whatever the mount's caching:
+
+seqwrite  write a 1 GiB file ("seq") in 1 MiB write(2) calls
+seqread   read it in 1 MiB read(2) calls
+rand1     one reader: 4 KiB pread(2) at random 4 KiB-aligned offsets (time per read)
+rand4     four reader threads doing the same (time per read, all threads together)
 """
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
 import random
+import threading
+from typing import Callable
 
 import pyperf
 
@@ -57,7 +69,63 @@ def walk(mnt: str) -> None:
 
 
 BASE = {"W1": w1, "W5": w5, "W2": w2, "W3n": w3n, "W3s": w3s, "walk": walk}
-WORKLOADS = {name + sfx: fn for name, fn in BASE.items() for sfx in ("", "mt", "st")}
+WORKLOADS: dict[str, Callable[[str], None]] = {
+    name + sfx: fn for name, fn in BASE.items() for sfx in ("", "mt", "st")}
+
+FILE_SIZE, CHUNK, PAGE, READS = 1 << 30, 1 << 20, 4096, 2000
+_block = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT wants
+_block[:] = os.urandom(CHUNK)
+_fds: dict[str, int] = {}
+
+
+def seqwrite(d: str) -> None:
+    fd = os.open(os.path.join(d, "seq"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT,
+                 0o644)
+    try:
+        for _ in range(FILE_SIZE // CHUNK):
+            os.write(fd, _block)
+    finally:
+        os.close(fd)
+
+
+def seqread(d: str) -> None:
+    buf = mmap.mmap(-1, CHUNK)
+    fd = os.open(os.path.join(d, "seq"), os.O_RDONLY | os.O_DIRECT)
+    try:
+        total = 0
+        while n := os.readv(fd, [buf]):
+            total += n
+    finally:
+        os.close(fd)
+    assert total == FILE_SIZE, total
+
+
+def _reader(d: str, n: int, seed: int) -> None:
+    fd = _fds.get(d)
+    if fd is None:
+        fd = _fds[d] = os.open(os.path.join(d, "seq"), os.O_RDONLY | os.O_DIRECT)
+    rng = random.Random(seed)
+    buf = [mmap.mmap(-1, PAGE)]
+    for _ in range(n):
+        os.preadv(fd, buf, rng.randrange(FILE_SIZE // PAGE) * PAGE)
+
+
+def rand1(d: str) -> None:
+    _reader(d, READS, random.randrange(1 << 30))
+
+
+def rand4(d: str) -> None:
+    threads = [threading.Thread(target=_reader, args=(d, READS // 4, random.randrange(1 << 30)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+DATA = {"seqwrite": (seqwrite, 1), "seqread": (seqread, 1), "rand1": (rand1, READS),
+        "rand4": (rand4, READS)}
+WORKLOADS.update({name: fn for name, (fn, _) in DATA.items()})
 
 
 def _pass_args(cmd: list[str], args: object) -> None:
@@ -69,7 +137,8 @@ def main() -> None:
     runner.argparser.add_argument("--mount", required=True)
     runner.argparser.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
     args = runner.parse_args()
-    runner.bench_func(args.workload, WORKLOADS[args.workload], args.mount)
+    inner = DATA[args.workload][1] if args.workload in DATA else 1
+    runner.bench_func(args.workload, WORKLOADS[args.workload], args.mount, inner_loops=inner)
 
 
 if __name__ == "__main__":

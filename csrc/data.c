@@ -3,13 +3,40 @@
  * with fd-backed buffers and splice, without Python touching it.
  *
  * Copies: a read answered with bytes is copied once, by Python, into the reply buffer allocated
- * here; a read answered with an fd range is read (or spliced) by libfuse straight from the fd.
+ * here; a read answered with an fd range is read here (pread, without the GIL) into that buffer,
+ * or, with splice enabled, spliced by libfuse straight from the fd.
  * A write's data reaches Python as a read-only view of libfuse's request buffer (no copy), or is
  * copied (or spliced) by libfuse straight into the fd range that write_fd named. */
 #include "pyfuse.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+/* Replies up to this size go out by splice when Config(splice_write=True): libfuse needs a pipe
+ * of the reply's size plus three pages, and pipes are capped at /proc/sys/fs/pipe-max-size
+ * (1 MiB by default); past that libfuse falls back to a fresh page-aligned buffer per reply
+ * (mmap + page faults + munmap), so larger ranges are read here into the reply buffer. */
+#define SPLICE_MAX (1024 * 1024 - 16 * 1024)
+
+/* pread until `size` bytes, end of file or an error. */
+static ssize_t pread_full(int fd, char *buf, size_t size, off_t pos)
+{
+    size_t done = 0;
+
+    while (done < size) {
+        ssize_t n = pread(fd, buf + done, size - done, pos + (off_t)done);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return done ? (ssize_t)done : -errno;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
 
 int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
                        struct fuse_file_info *fi)
@@ -34,11 +61,25 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
     }
     *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
     if (fr.fd >= 0) {
-        free(mem);
-        bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-        bv->buf[0].fd = fr.fd;
-        bv->buf[0].pos = fr.pos;
-        bv->buf[0].size = (size_t)fr.size < size ? (size_t)fr.size : size;
+        size_t n = (size_t)fr.size < size ? (size_t)fr.size : size;
+
+        if (pyfuse_current()->cfg.splice_write == 1 && n <= SPLICE_MAX) {
+            free(mem); /* libfuse splices fd -> pipe -> /dev/fuse */
+            bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+            bv->buf[0].fd = fr.fd;
+            bv->buf[0].pos = fr.pos;
+            bv->buf[0].size = n;
+        } else {
+            ssize_t got = pread_full(fr.fd, mem, n, (off_t)fr.pos); /* one copy, as in C */
+
+            if (got < 0) {
+                free(mem);
+                free(bv);
+                return (int)got;
+            }
+            bv->buf[0].mem = mem;
+            bv->buf[0].size = (size_t)got;
+        }
     } else {
         bv->buf[0].mem = mem;
         bv->buf[0].size = (size_t)res;

@@ -472,3 +472,14 @@ def test_max_read_caps_requests(mount_ops: Any, mnt: str) -> None:
     with open(os.path.join(mnt, "f"), "rb", buffering=0) as f:
         assert len(f.read(MiB)) == MiB
     assert max(ops.read_sizes) == 65536
+
+
+def test_fd_range_read_error_reaches_caller(mount_ops: Any, mnt: str, tmp_path: Any) -> None:
+    dfd = os.open(str(tmp_path), os.O_RDONLY)  # pread on a directory: EISDIR
+    try:
+        mount_ops(OneFile(b"abc", lambda size, offset: FdRange(dfd, offset)))
+        with pytest.raises(OSError) as ei:
+            _reread(os.path.join(mnt, "f"))
+        assert ei.value.errno == errno.EISDIR
+    finally:
+        os.close(dfd)
