@@ -89,10 +89,24 @@ static void op_destroy(void *private_data)
         pyfuse_cb_destroy(s->handle);
 }
 
+/* The kernel allows FUSE names of up to 1024 bytes; local filesystems (and POSIX's NAME_MAX)
+ * stop at 255. Every name is looked up (getattr) before it is created or used, so answering
+ * ENAMETOOLONG here makes longer names fail as on tmpfs, without a call into Python. */
+static int name_too_long(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+
+    return slash != NULL && strlen(slash + 1) > 255;
+}
+
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct pyfuse_attr a;
-    int res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
+    int res;
+
+    if (name_too_long(path))
+        return -ENAMETOOLONG;
+    res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
 
     if (res == 0)
         pyfuse_attr_to_stat(&a, st);

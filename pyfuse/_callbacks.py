@@ -72,19 +72,22 @@ def _encode(s: Any, what: str) -> bytes:
 
 
 def _copy_out(data: Any, buf: Any, size: int, what: str) -> int:
-    """Copy a bytes-like result into a C buffer of ``size`` bytes; return the byte count."""
-    if type(data) is bytes:
+    """Copy a bytes-like result into a C buffer of ``size`` bytes; return the byte count.
+
+    bytes, bytearray and memoryview are copied straight from their buffer (no intermediate
+    object); other buffer-protocol objects through one memoryview."""
+    t = type(data)
+    if t is bytes or t is bytearray:
         n = len(data)
+    elif t is memoryview:
+        n = data.nbytes
     else:
         try:
-            m = memoryview(data)
+            data = memoryview(data)
         except TypeError:
             raise BadReturn(f"{what} must return a bytes-like object, not "
-                            f"{type(data).__name__}") from None
-        if m.format != "B" or m.ndim != 1:
-            m = m.cast("B")
-        n = m.nbytes
-        data = m
+                            f"{t.__name__}") from None
+        n = data.nbytes
     if n > size:
         raise BadReturn(f"{what} returned {n} bytes, more than the {size} asked for")
     if n:

@@ -288,6 +288,8 @@ class OneFile(pyfuse.Operations):
         self.read_sizes: list[int] = []
         self.write_sizes: list[int] = []
         self.direct = False
+        self.keep = False
+        self.nonseekable = False
 
     def getattr(self, path: str, fh: Optional[int]) -> Attr:
         if path == "/":
@@ -297,7 +299,8 @@ class OneFile(pyfuse.Operations):
         raise FuseError(errno.ENOENT)
 
     def open(self, path: str, flags: int) -> FileInfo:
-        return FileInfo(fh=7, direct_io=self.direct)
+        return FileInfo(fh=7, direct_io=self.direct, keep_cache=self.keep,
+                        nonseekable=self.nonseekable)
 
     def read(self, path: str, size: int, offset: int, fh: int) -> Any:
         assert fh == 7
@@ -318,7 +321,8 @@ class OneFile(pyfuse.Operations):
         del self.content[size:]
 
 
-@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "array", "mmap"])
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "array", "array-q",
+                                  "mmap"])
 def test_read_accepts_any_buffer(mount_ops: Any, mnt: str, kind: str) -> None:
     payload = bytes(range(256)) * 64
 
@@ -330,6 +334,8 @@ def test_read_accepts_any_buffer(mount_ops: Any, mnt: str, kind: str) -> None:
             return memoryview(payload)[offset:offset + size]
         if kind == "array":
             return array.array("B", chunk)
+        if kind == "array-q":  # 8-byte items: the byte count is not len()
+            return array.array("q", chunk)
         if kind == "mmap":
             m = mmap.mmap(-1, max(len(chunk), 1))
             m[:len(chunk)] = chunk
@@ -483,3 +489,42 @@ def test_fd_range_read_error_reaches_caller(mount_ops: Any, mnt: str, tmp_path: 
         assert ei.value.errno == errno.EISDIR
     finally:
         os.close(dfd)
+
+
+@pytest.mark.parametrize("how", ["none", "keep_cache", "kernel_cache"])
+def test_page_cache_across_opens(mount_ops: Any, mnt: str, how: str) -> None:
+    ops = OneFile(b"A" * 8192)
+    ops.keep = how == "keep_cache"
+    mount_ops(ops, config=pyfuse.Config(kernel_cache=how == "kernel_cache"))
+    path = os.path.join(mnt, "f")
+    assert _reread(path) == b"A" * 8192
+    reads = len(ops.read_sizes)
+    ops.content[:] = b"B" * 8192  # changed behind the kernel's back, same size and times
+    if how == "none":  # by default an open drops the cached pages: the new data is read
+        assert _reread(path) == b"B" * 8192
+        assert len(ops.read_sizes) > reads
+    else:  # the cached pages survive the open: no READ reaches the filesystem
+        assert _reread(path) == b"A" * 8192
+        assert len(ops.read_sizes) == reads
+
+
+def test_nonseekable(mount_ops: Any, mnt: str) -> None:
+    ops = OneFile(b"stream")
+    ops.nonseekable = True
+    mount_ops(ops)
+    with open(os.path.join(mnt, "f"), "rb", buffering=0) as f:
+        with pytest.raises(OSError) as ei:
+            os.lseek(f.fileno(), 2, os.SEEK_SET)
+        assert ei.value.errno == errno.ESPIPE
+        assert f.read(100) == b"stream"
+
+
+@pytest.mark.parametrize("threads, clone_fd", [(False, False), (True, True)])
+def test_loop_settings_round_trip(mount_ops: Any, mnt: str, threads: bool,
+                                  clone_fd: bool) -> None:
+    ops = OneFile(bytes(MiB))
+    mount_ops(ops, threads=threads, clone_fd=clone_fd, max_threads=2)
+    data = os.urandom(MiB)
+    with open(os.path.join(mnt, "f"), "r+b", buffering=0) as f:
+        f.write(data)
+    assert _reread(os.path.join(mnt, "f")) == data

@@ -159,11 +159,20 @@ class Passthrough(pyfuse.Operations):
         os.removexattr(self._p(path), name, follow_symlinks=False)
 
     # -- directories -------------------------------------------------------------------------
-    def readdir(self, path: str, offset: int, fh: int, plus: bool
+    def opendir(self, path: str) -> int:
+        return os.open(self._p(path), os.O_RDONLY | os.O_DIRECTORY)
+
+    def releasedir(self, path: Optional[str], fh: int) -> None:
+        os.close(fh)
+
+    def fsyncdir(self, path: Optional[str], datasync: bool, fh: int) -> None:
+        os.fsync(fh)
+
+    def readdir(self, path: Optional[str], offset: int, fh: int, plus: bool
                 ) -> Iterator[Union[str, DirEntry]]:
         yield "."
         yield ".."
-        with os.scandir(self._p(path)) as it:
+        with os.scandir(fh) as it:  # a duplicate of the directory's fd, rewound when done
             for e in it:
                 try:
                     yield DirEntry(e.name, Attr.from_stat(e.stat(follow_symlinks=False)))
@@ -181,8 +190,13 @@ def _renameat2(old: str, new: str, flags: int) -> None:
         raise OSError(e, os.strerror(e))
 
 
-#: Data moves through pipes with splice(2), in both directions.
-CONFIG = pyfuse.Config(splice_read=True, splice_write=True, splice_move=True)
+#: Like tmpfs (and libfuse's passthrough.c): an unlinked open file is removed at once
+#: (hard_remove; handlers then get path=None and use fh), the real inode numbers are shown
+#: (use_ino), attributes are not cached (a hard link's nlink changes when another name is
+#: unlinked). Operations on open files use only fh, so libfuse need not build their paths
+#: (nullpath_ok: path is None there). Data moves through pipes with splice(2), both ways.
+CONFIG = pyfuse.Config(hard_remove=True, use_ino=True, attr_timeout=0.0, nullpath_ok=True,
+                       splice_read=True, splice_write=True, splice_move=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
