@@ -5,7 +5,7 @@ VPY    := $(VENV)/bin/python
 APT_PKGS := libfuse3-dev fuse3 pkg-config strace
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
 
-.PHONY: demo test deps lint bench stress clean
+.PHONY: demo test test-sanitize deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and strace, with which a test watches the splice
@@ -44,6 +44,29 @@ demo: deps $(VENV)/.installed
 test: deps $(VENV)/.installed
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
+# The suite again with the C shim built with AddressSanitizer and UBSan, in its own venv (the
+# shim installed from a copy, not in place), run from outside the tree so that every pyfuse
+# import, in-process or in an example daemon, gets the instrumented build. Any report fails it.
+SAN_VENV  := .venv-san
+SAN_LOGS  := $(CURDIR)/build/sanitize
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+test-sanitize: deps
+	@test -x $(SAN_VENV)/bin/python || $(PYTHON) -m venv $(SAN_VENV)
+	$(SAN_VENV)/bin/python -m pip install -q pytest pytest-timeout hypothesis cffi setuptools wheel
+	PYFUSE_CFLAGS="$(SAN_FLAGS)" PYFUSE_LDFLAGS="-fsanitize=address,undefined" \
+	  $(SAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
+	rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+	cd $(SAN_LOGS) && \
+	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:log_path=$(SAN_LOGS)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan \
+	  PYTHONMALLOC=malloc \
+	  $(CURDIR)/$(SAN_VENV)/bin/python -m pytest $(CURDIR)/tests -p no:cacheprovider \
+	    -m "not nofuse" $(PYTEST_ARGS)
+	@if ls $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* >/dev/null 2>&1; then \
+	  echo "sanitizer reports:"; cat $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* 2>/dev/null; exit 1; \
+	else echo "test-sanitize: no AddressSanitizer or UBSan report"; fi
+
 # The pyperf comparison with the peers (long: not part of `make test`). Peers are installed
 # one by one; one that fails is reported in docs/benchmarks.md, never faked.
 BENCH_ARGS ?= --fast
@@ -61,4 +84,4 @@ lint: $(VENV)/.installed
 	$(VPY) -m mypy pyfuse
 
 clean:
-	rm -rf build dist *.egg-info pyfuse/_pyfuse_c*.so $(VENV)
+	rm -rf build dist *.egg-info pyfuse/_pyfuse_c*.so $(VENV) $(SAN_VENV)

@@ -1,14 +1,18 @@
-"""Run the comparison: ``python -m bench [--fast] [--impl a,b] [--workload W1,...]``.
+"""Run the comparison: ``python -m bench [--suite tree,data] [--fast|--rigorous] [--impl a,b]
+[--workload W1,...]``.
 
-For each workload group and each implementation: mount the synthetic tree (bench/cref.c) with
-that implementation, run bench/workloads.py under pyperf against the live mount, read the
-daemon's RSS, unmount. Results: bench/results/<impl>.json (pyperf), bench/results/summary.json,
-and docs/benchmarks.md with the ratio table and docs/benchmarks.png. A peer that does not
-install or mount is reported as such, never faked.
+For each workload group: mount every implementation at once (the synthetic tree of
+bench/model.py for the tree suite; passthrough filesystems for the data suite), then run
+bench/workloads.py under pyperf in rounds, one worker process per implementation and workload
+per round, in rotating order, appending to each implementation's pyperf JSON; read the daemons'
+RSS; unmount. Interleaving makes the machine's drift hit every implementation alike. Results:
+bench/results/*.json, summary.json, data-summary.json, docs/benchmarks.md and its charts. A peer
+that does not install or mount is reported as such, never faked.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -45,9 +49,10 @@ GROUPS: list[tuple[list[str], list[str]]] = [
     (["W2", "W3n", "W3s", "walk"], []),
     (["W2st", "W3nst", "W3sst", "walkst"], ["--single"]),
 ]
-# A walk takes seconds: 3 processes x 3 values instead of pyperf's 20 (10 with --fast).
-SLOW = {"walk": ["--processes", "3", "--values", "3"],
-        "walkst": ["--processes", "3", "--values", "3"]}
+# Rounds: each is one pyperf worker process per implementation and workload (pyperf's default
+# is 20 processes, --fast 10). Workloads that take seconds (the walk, the data suite) run fewer.
+ROUNDS = {"fast": 8, "default": 16, "rigorous": 32}
+SLOW = {"walk", "walkst"}
 # Targets of issue 3, as ratios to the C reference (W3n: the binding's own cost, measured with
 # the prepared listing).
 TARGETS = {"W1": ("pyfuse", 1.10), "W5": ("pyfuse", 1.15), "W2": ("pyfuse", 1.20),
@@ -69,7 +74,6 @@ DATA_IMPLS: dict[str, list[str]] = {
     "mfusepy": [PY, "-m", "bench.peers.passthrough", "mfusepy", "{src}", "{mnt}"],
 }
 DATA_WORKLOADS = ["seqwrite", "seqread", "rand1", "rand4"]
-DATA_PYPERF = ["--processes", "3", "--values", "3"]
 # Targets of issue 4, as speed relative to the C reference (C time / pyfuse time).
 DATA_TARGETS = {"seqwrite": 0.95, "seqread": 0.95, "rand1": 0.85, "rand4": 0.8}
 
@@ -85,40 +89,6 @@ def build_cref() -> None:
                         "-I" + os.path.dirname(PASSTHROUGH_C), *flags], check=True)
 
 
-def run_data(impl: str, pyperf_args: list[str], summary: dict[str, Any]) -> None:
-    """Mount DATA_IMPLS[impl] over a fresh source in /dev/shm and run the data workloads."""
-    from pyfuse import testing
-
-    mnt = tempfile.mkdtemp(prefix=f"bench-data-{impl}-")
-    src = tempfile.mkdtemp(prefix=f"bench-src-{impl}-", dir="/dev/shm")
-    out = os.path.join(RESULTS, f"data-{impl}.json")
-    entry = summary.setdefault(impl, {})
-    argv = [a.format(mnt=mnt, src=src) for a in DATA_IMPLS[impl]]
-    where = mnt + src if impl == "cref" else mnt
-    try:
-        if impl == "cref" and not os.path.exists(CPASS):
-            raise RuntimeError(f"{PASSTHROUGH_C} is missing (apt-get install libfuse3-dev)")
-        with testing.mounted_process(argv, mnt, log=os.path.join(RESULTS, f"data-{impl}.log")) \
-                as proc:
-            for w in DATA_WORKLOADS:
-                print(f"== data {impl} {w}", flush=True)
-                before = rss_kib(proc.pid)
-                r = subprocess.run([PY, os.path.join(HERE, "workloads.py"), "--mount", where,
-                                    "--workload", w, "--append", out, "--quiet",
-                                    *(pyperf_args if "--rigorous" in pyperf_args
-                                      else DATA_PYPERF)], cwd=ROOT)
-                if r.returncode != 0:
-                    entry[w] = f"failed (exit {r.returncode})"
-                if w == "seqwrite":
-                    entry["rss_seqwrite_kib"] = [before, rss_kib(proc.pid)]
-    except Exception as e:  # a peer that does not mount: say so
-        entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        print(f"!! data {impl}: {entry['error']}", flush=True)
-    finally:
-        os.rmdir(mnt)
-        shutil.rmtree(src, ignore_errors=True)
-
-
 def rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -127,32 +97,90 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def run_group(impl: str, workloads: list[str], flags: list[str], pyperf_args: list[str],
-              summary: dict[str, Any]) -> None:
+class Mounted:
+    """One implementation mounted for a group of workloads."""
+
+    def __init__(self, impl: str, argv: list[str], mnt: str, where: str, out: str, log: str,
+                 entry: dict[str, Any]) -> None:
+        self.impl, self.argv, self.mnt, self.where, self.out = impl, argv, mnt, where, out
+        self.log, self.entry = log, entry
+        self.proc: Any = None
+
+
+def run_interleaved(mounts: list[Mounted], workloads: list[str], rounds: int,
+                    pyperf_args: list[str], rss_after: tuple[str, ...] = ()) -> None:
+    """Mount every implementation, then run the workloads in rounds, each round one pyperf
+    worker process per implementation in rotating order, appended to the implementation's
+    JSON: drift of the machine (other tenants, frequency) then hits every implementation alike."""
     from pyfuse import testing
 
-    mnt = tempfile.mkdtemp(prefix=f"bench-{impl}-")
-    log = os.path.join(RESULTS, f"{impl}.log")
-    out = os.path.join(RESULTS, f"{impl}.json")
-    entry = summary.setdefault(impl, {})
-    try:
-        with testing.mounted_process(IMPLS[impl] + [mnt] + flags, mnt, log=log) as proc:
+    with contextlib.ExitStack() as stack:
+        live = []
+        for m in mounts:
+            try:
+                m.proc = stack.enter_context(testing.mounted_process(m.argv, m.mnt, log=m.log))
+                live.append(m)
+            except Exception as e:  # a peer that does not mount: say so
+                m.entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+                print(f"!! {m.impl}: {m.entry['error']}", flush=True)
+        for r in range(rounds):
             for w in workloads:
-                print(f"== {impl} {w}", flush=True)
-                args = SLOW.get(w, pyperf_args) if "--rigorous" not in pyperf_args else \
-                    pyperf_args
-                r = subprocess.run([PY, os.path.join(HERE, "workloads.py"), "--mount", mnt,
-                                    "--workload", w, "--append", out, "--quiet", *args],
-                                   cwd=ROOT)
-                if r.returncode != 0:
-                    entry[w] = f"failed (exit {r.returncode})"
-                if w.startswith(("W3", "walk")):
-                    entry[f"rss_after_{w}_kib"] = rss_kib(proc.pid)
-    except Exception as e:  # a peer that does not mount: say so
-        entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        print(f"!! {impl}: {entry['error']}", flush=True)
+                k = r % max(len(live), 1)
+                for m in live[k:] + live[:k]:
+                    print(f"== round {r + 1}/{rounds} {w} {m.impl}", flush=True)
+                    before = rss_kib(m.proc.pid)
+                    res = subprocess.run([PY, os.path.join(HERE, "workloads.py"), "--mount",
+                                          m.where, "--workload", w, "--append", m.out,
+                                          "--quiet", "--processes", "1", *pyperf_args],
+                                         cwd=ROOT)
+                    if res.returncode != 0:
+                        m.entry[w] = f"failed (exit {res.returncode})"
+                    if w == "seqwrite" and r == 0:
+                        m.entry["rss_seqwrite_kib"] = [before, rss_kib(m.proc.pid)]
+        for m in live:
+            for w in rss_after:
+                if w in workloads:
+                    m.entry[f"rss_after_{w}_kib"] = rss_kib(m.proc.pid)
+
+
+def run_tree_group(impls: list[str], workloads: list[str], flags: list[str], rounds: int,
+                   pyperf_args: list[str], summary: dict[str, Any]) -> None:
+    """One group of the tree suite: every implementation mounted with the group's flags."""
+    dirs = [tempfile.mkdtemp(prefix=f"bench-{impl}-") for impl in impls]
+    try:
+        mounts = [Mounted(impl, IMPLS[impl] + [mnt] + flags, mnt, mnt,
+                          os.path.join(RESULTS, f"{impl}.json"),
+                          os.path.join(RESULTS, f"{impl}.log"), summary.setdefault(impl, {}))
+                  for impl, mnt in zip(impls, dirs)]
+        run_interleaved(mounts, workloads, rounds, pyperf_args,
+                        ("W3s", "walk", "W3sst", "walkst"))
     finally:
-        os.rmdir(mnt)
+        for d in dirs:
+            os.rmdir(d)
+
+
+def run_data(impls: list[str], rounds: int, pyperf_args: list[str],
+             summary: dict[str, Any]) -> None:
+    """The data suite: DATA_IMPLS mounted over fresh sources in /dev/shm."""
+    mounts, dirs = [], []
+    for impl in impls:
+        mnt = tempfile.mkdtemp(prefix=f"bench-data-{impl}-")
+        src = tempfile.mkdtemp(prefix=f"bench-src-{impl}-", dir="/dev/shm")
+        dirs.append((mnt, src))
+        entry = summary.setdefault(impl, {})
+        if impl == "cref" and not os.path.exists(CPASS):
+            entry["error"] = f"{PASSTHROUGH_C} is missing (apt-get install libfuse3-dev)"
+            continue
+        mounts.append(Mounted(impl, [a.format(mnt=mnt, src=src) for a in DATA_IMPLS[impl]], mnt,
+                              mnt + src if impl == "cref" else mnt,
+                              os.path.join(RESULTS, f"data-{impl}.json"),
+                              os.path.join(RESULTS, f"data-{impl}.log"), entry))
+    try:
+        run_interleaved(mounts, DATA_WORKLOADS, rounds, pyperf_args)
+    finally:
+        for mnt, src in dirs:
+            os.rmdir(mnt)
+            shutil.rmtree(src, ignore_errors=True)
 
 
 def means(prefix: str = "", impls: Any = IMPLS) -> dict[str, dict[str, float]]:
@@ -327,15 +355,17 @@ def main() -> None:
     p.add_argument("--suite", default="tree,data", help="tree (issue 3), data (issue 4)")
     p.add_argument("--impl", default="", help="default: all of the suite's")
     p.add_argument("--workload", default="")
-    p.add_argument("--fast", action="store_true", help="pyperf --fast")
-    p.add_argument("--rigorous", action="store_true", help="pyperf --rigorous")
+    p.add_argument("--fast", action="store_true", help="fewer rounds and values")
+    p.add_argument("--rigorous", action="store_true", help="more rounds")
     a = p.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     build_cref()
     suites = set(a.suite.split(","))
     chosen = [i for i in a.impl.split(",") if i]
     only = set(filter(None, a.workload.split(",")))
-    pyperf_args = ["--fast"] if a.fast else ["--rigorous"] if a.rigorous else []
+    mode = "fast" if a.fast else "rigorous" if a.rigorous else "default"
+    rounds = ROUNDS[mode]
+    pyperf_args = ["--values", "2"] if a.fast else []
     command = "python -m bench " + " ".join(sys.argv[1:])
     summary_path = os.path.join(RESULTS, "summary.json")
     data_path = os.path.join(RESULTS, "data-summary.json")
@@ -348,9 +378,12 @@ def main() -> None:
         summary["_command"] = command
         for workloads, flags in GROUPS:
             ws = [w for w in workloads if not only or w in only]
-            for impl in impls:
-                if ws:
-                    run_group(impl, ws, flags, pyperf_args, summary)
+            fast = [w for w in ws if w not in SLOW]
+            slow = [w for w in ws if w in SLOW]
+            if fast:
+                run_tree_group(impls, fast, flags, rounds, pyperf_args, summary)
+            if slow:
+                run_tree_group(impls, slow, flags, max(rounds // 4, 2), pyperf_args, summary)
         with open(summary_path, "w") as f:
             json.dump(summary, f, indent=1, sort_keys=True)
     if "data" in suites:
@@ -360,8 +393,7 @@ def main() -> None:
                 os.unlink(os.path.join(RESULTS, f"data-{impl}.json"))
         data = _load(data_path, impls)
         data["_command"] = command
-        for impl in impls:
-            run_data(impl, pyperf_args, data)
+        run_data(impls, max(rounds // 2, 3), pyperf_args, data)
         with open(data_path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
     report(_load(summary_path, []), _load(data_path, []))

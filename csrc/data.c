@@ -38,6 +38,29 @@ static ssize_t pread_full(int fd, char *buf, size_t size, off_t pos)
     return (ssize_t)done;
 }
 
+/* Answer a read from fd at pos: spliced by libfuse when enabled and it fits a pipe, else read
+ * here into the reply buffer `mem` (freed or handed over). */
+static int read_fd(struct fuse_bufvec *bv, void *mem, int fd, int64_t pos, size_t n)
+{
+    if (pyfuse_current()->cfg.splice_write == 1 && n <= SPLICE_MAX) {
+        free(mem); /* libfuse splices fd -> pipe -> /dev/fuse */
+        bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+        bv->buf[0].fd = fd;
+        bv->buf[0].pos = pos;
+        bv->buf[0].size = n;
+    } else {
+        ssize_t got = pread_full(fd, mem, n, (off_t)pos); /* one copy, as in C */
+
+        if (got < 0) {
+            free(mem);
+            return (int)got;
+        }
+        bv->buf[0].mem = mem;
+        bv->buf[0].size = (size_t)got;
+    }
+    return 0;
+}
+
 int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
@@ -53,36 +76,27 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
         free(bv);
         return -ENOMEM;
     }
-    res = pyfuse_cb_read(pyfuse_current()->handle, path, mem, size, off, fi->fh, &fr);
+    *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
+    if (fi->fh & PYFUSE_FH_FD) /* FileInfo(fd_backed=True): no Python at all */
+        res = read_fd(bv, mem, (int)pyfuse_fh(fi), off, size);
+    else {
+        struct pyfuse_session *s = pyfuse_current();
+
+        res = PYFUSE_HAS(s, PYFUSE_OP_READ)
+                  ? pyfuse_cb_read(s->handle, path, mem, size, off, fi->fh, &fr)
+                  : -ENOSYS;
+        if (res >= 0 && fr.fd >= 0)
+            res = read_fd(bv, mem, fr.fd, fr.pos, (size_t)fr.size < size ? (size_t)fr.size : size);
+        else if (res >= 0) {
+            bv->buf[0].mem = mem;
+            bv->buf[0].size = (size_t)res;
+            res = 0;
+        } else
+            free(mem);
+    }
     if (res < 0) {
-        free(mem);
         free(bv);
         return res;
-    }
-    *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
-    if (fr.fd >= 0) {
-        size_t n = (size_t)fr.size < size ? (size_t)fr.size : size;
-
-        if (pyfuse_current()->cfg.splice_write == 1 && n <= SPLICE_MAX) {
-            free(mem); /* libfuse splices fd -> pipe -> /dev/fuse */
-            bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-            bv->buf[0].fd = fr.fd;
-            bv->buf[0].pos = fr.pos;
-            bv->buf[0].size = n;
-        } else {
-            ssize_t got = pread_full(fr.fd, mem, n, (off_t)fr.pos); /* one copy, as in C */
-
-            if (got < 0) {
-                free(mem);
-                free(bv);
-                return (int)got;
-            }
-            bv->buf[0].mem = mem;
-            bv->buf[0].size = (size_t)got;
-        }
-    } else {
-        bv->buf[0].mem = mem;
-        bv->buf[0].size = (size_t)res;
     }
     *bufp = bv;
     return 0;
@@ -106,6 +120,17 @@ static int write_copied(struct pyfuse_session *s, const char *path, struct fuse_
     return res;
 }
 
+/* Copy (or splice) a write's data into fd at pos; bytes written or -errno. */
+static int write_fd(struct fuse_bufvec *buf, size_t size, int fd, int64_t pos)
+{
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+
+    dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    dst.buf[0].fd = fd;
+    dst.buf[0].pos = pos;
+    return (int)fuse_buf_copy(&dst, buf, FUSE_BUF_SPLICE_NONBLOCK);
+}
+
 int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
                         struct fuse_file_info *fi)
 {
@@ -113,27 +138,21 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
     size_t size = fuse_buf_size(buf);
     const struct fuse_buf *b = &buf->buf[buf->idx];
 
+    if (fi->fh & PYFUSE_FH_FD) /* FileInfo(fd_backed=True): no Python at all */
+        return write_fd(buf, size, (int)pyfuse_fh(fi), off);
     if (PYFUSE_HAS(s, PYFUSE_OP_WRITE_FD)) {
         struct pyfuse_fdrange fr = { -1, 0, 0 };
         int res = pyfuse_cb_write_fd(s->handle, path, size, off, fi->fh, &fr);
 
         if (res < 0)
             return res;
-        if (fr.fd >= 0) {
-            struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-            ssize_t n;
-
-            dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-            dst.buf[0].fd = fr.fd;
-            dst.buf[0].pos = fr.pos;
-            n = fuse_buf_copy(&dst, buf, FUSE_BUF_SPLICE_NONBLOCK);
-            return (int)n; /* bytes written, or -errno */
-        }
+        if (fr.fd >= 0)
+            return write_fd(buf, size, fr.fd, fr.pos);
     }
     if (!PYFUSE_HAS(s, PYFUSE_OP_WRITE))
         return -ENOSYS;
     if (buf->count - buf->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
         return pyfuse_cb_write(s->handle, path, (const char *)b->mem + buf->off, size, off,
-                               fi->fh);
-    return write_copied(s, path, buf, size, off, fi->fh);
+                               pyfuse_fh(fi));
+    return write_copied(s, path, buf, size, off, pyfuse_fh(fi));
 }

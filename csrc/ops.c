@@ -8,7 +8,7 @@
 #include <sys/ioctl.h>
 
 #define H() (pyfuse_current()->handle)
-#define FH(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
+#define FH(fi) ((fi) ? pyfuse_fh(fi) : 0), ((fi) != NULL)
 
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
 {
@@ -172,7 +172,7 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 static void open_out(struct fuse_file_info *fi, const struct pyfuse_open *o)
 {
-    fi->fh = o->fh;
+    fi->fh = o->fh | (o->fd_backed ? PYFUSE_FH_FD : 0);
     if (o->direct_io)
         fi->direct_io = 1;
     if (o->keep_cache)
@@ -225,17 +225,17 @@ static int op_statfs(const char *path, struct statvfs *out)
 
 static int op_flush(const char *path, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_flush(H(), path, fi->fh);
+    return pyfuse_cb_flush(H(), path, pyfuse_fh(fi));
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_release(H(), path, fi->fh, fi->flags);
+    return pyfuse_cb_release(H(), path, pyfuse_fh(fi), fi->flags);
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_fsync(H(), path, datasync, fi->fh);
+    return pyfuse_cb_fsync(H(), path, datasync, pyfuse_fh(fi));
 }
 
 static int op_setxattr(const char *path, const char *name, const char *value, size_t size,
@@ -286,7 +286,7 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
         .type = lk->l_type, .whence = lk->l_whence, .start = lk->l_start,
         .len = lk->l_len, .pid = lk->l_pid,
     };
-    int res = pyfuse_cb_lock(H(), path, fi->fh, cmd, &l);
+    int res = pyfuse_cb_lock(H(), path, pyfuse_fh(fi), cmd, &l);
 
     if (res == 0) {
         lk->l_type = (short)l.type;
@@ -300,26 +300,26 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
 
 static int op_flock(const char *path, struct fuse_file_info *fi, int op)
 {
-    return pyfuse_cb_flock(H(), path, fi->fh, op);
+    return pyfuse_cb_flock(H(), path, pyfuse_fh(fi), op);
 }
 
 static int op_fallocate(const char *path, int mode, off_t off, off_t len,
                         struct fuse_file_info *fi)
 {
-    return pyfuse_cb_fallocate(H(), path, mode, off, len, fi ? fi->fh : 0);
+    return pyfuse_cb_fallocate(H(), path, mode, off, len, fi ? pyfuse_fh(fi) : 0);
 }
 
 static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in,
                                   const char *path_out, struct fuse_file_info *fi_out,
                                   off_t off_out, size_t size, int flags)
 {
-    return pyfuse_cb_copy_file_range(H(), path_in, fi_in->fh, off_in, path_out, fi_out->fh,
+    return pyfuse_cb_copy_file_range(H(), path_in, pyfuse_fh(fi_in), off_in, path_out, pyfuse_fh(fi_out),
                                      off_out, size, flags);
 }
 
 static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_lseek(H(), path, off, whence, fi->fh);
+    return pyfuse_cb_lseek(H(), path, off, whence, pyfuse_fh(fi));
 }
 
 static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi,
@@ -328,7 +328,7 @@ static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_f
     size_t size = _IOC_SIZE(cmd);
     size_t in_size = (_IOC_DIR(cmd) & _IOC_WRITE) ? size : 0;
     size_t out_size = (_IOC_DIR(cmd) & _IOC_READ) ? size : 0;
-    uint64_t fh = fi->fh;
+    uint64_t fh = pyfuse_fh(fi);
 
     if ((flags & FUSE_IOCTL_DIR) && fh != 0) /* our opendir put a struct pyfuse_dir there */
         fh = ((struct pyfuse_dir *)(uintptr_t)fi->fh)->fh;
@@ -339,7 +339,7 @@ static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_f
 static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
                    unsigned *reventsp)
 {
-    int res = pyfuse_cb_poll(H(), path, fi->fh, reventsp);
+    int res = pyfuse_cb_poll(H(), path, pyfuse_fh(fi), reventsp);
 
     /* Readiness notification is not offered: the kernel polls again when asked. */
     if (ph)
@@ -366,9 +366,9 @@ void pyfuse_fill_ops(struct fuse_operations *o, uint64_t m)
     SET(CHOWN, chown, op_chown);
     SET(TRUNCATE, truncate, op_truncate);
     SET(OPEN, open, op_open);
-    SET(READ, read_buf, pyfuse_op_read_buf);
-    if (((m >> PYFUSE_OP_WRITE) | (m >> PYFUSE_OP_WRITE_FD)) & 1u)
-        o->write_buf = pyfuse_op_write_buf;
+    /* always: an fd-backed open file (FileInfo(fd_backed=True)) reads and writes in C */
+    o->read_buf = pyfuse_op_read_buf;
+    o->write_buf = pyfuse_op_write_buf;
     SET(STATFS, statfs, op_statfs);
     SET(FLUSH, flush, op_flush);
     SET(RELEASE, release, op_release);

@@ -19,6 +19,15 @@ struct pyfuse_session {
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
 
+/* Bit 63 of an open file's handle: FileInfo(fd_backed=True), the handle is a file descriptor
+ * that READ and WRITE use directly (data.c), without Python. Python never sees the bit. */
+#define PYFUSE_FH_FD (UINT64_C(1) << 63)
+
+static inline uint64_t pyfuse_fh(const struct fuse_file_info *fi)
+{
+    return fi->fh & ~PYFUSE_FH_FD;
+}
+
 /* The session serving the current request (fuse_get_context()->private_data is what init returned). */
 static inline struct pyfuse_session *pyfuse_current(void)
 {

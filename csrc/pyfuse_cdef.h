@@ -44,6 +44,7 @@ struct pyfuse_open {
     int direct_io;       /* out */
     int keep_cache;      /* out */
     int nonseekable;     /* out */
+    int fd_backed;       /* out: fh is a file descriptor serving READ/WRITE in C */
 };
 
 /* A POSIX lock (fcntl F_GETLK/F_SETLK/F_SETLKW). */

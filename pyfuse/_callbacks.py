@@ -301,10 +301,14 @@ def _open_result(r: Any, o: Any, what: str) -> None:
     if type(r) is int:
         o.fh = r
     elif isinstance(r, FileInfo):
+        if r.fd_backed and not (type(r.fh) is int and 0 <= r.fh < 1 << 31):
+            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
+                            f"not {r.fh!r}")
         o.fh = r.fh
         o.direct_io = r.direct_io
         o.keep_cache = r.keep_cache
         o.nonseekable = r.nonseekable
+        o.fd_backed = r.fd_backed
     else:
         raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, "
                         f"not {type(r).__name__}")

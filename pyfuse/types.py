@@ -229,9 +229,16 @@ class Context(NamedTuple):
 class FileInfo(NamedTuple):
     """What :meth:`Operations.open`/``create`` may return instead of a bare ``fh`` int, to set
     per-open flags: bypass the page cache (``direct_io``), keep cached pages from an earlier open
-    (``keep_cache``), or mark the file as not seekable (``nonseekable``)."""
+    (``keep_cache``), or mark the file as not seekable (``nonseekable``).
+
+    ``fd_backed``: ``fh`` is a file descriptor holding this file's data at the same offsets
+    (a passthrough). READ and WRITE on this open file are then served from it in C (``pread``
+    into the reply, or splice; ``pwrite`` or splice) and never call :meth:`Operations.read` or
+    :meth:`Operations.write`. The fd must stay open until ``release``.
+    """
 
     fh: int = 0
     direct_io: bool = False
     keep_cache: bool = False
     nonseekable: bool = False
+    fd_backed: bool = False

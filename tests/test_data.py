@@ -528,3 +528,54 @@ def test_loop_settings_round_trip(mount_ops: Any, mnt: str, threads: bool,
     with open(os.path.join(mnt, "f"), "r+b", buffering=0) as f:
         f.write(data)
     assert _reread(os.path.join(mnt, "f")) == data
+
+
+class Backed(OneFile):
+    """open() hands out a real file's descriptor as an fd_backed FileInfo."""
+
+    def __init__(self, backing: str, fh: Any = None) -> None:
+        super().__init__(b"")
+        self.backing = backing
+        self.fh = fh
+        self.released: list[int] = []
+
+    def getattr(self, path: str, fh: Optional[int]) -> Attr:
+        if path == "/f":
+            return Attr(mode=0o100644, size=os.stat(self.backing).st_size)
+        return super().getattr(path, fh)
+
+    def open(self, path: str, flags: int) -> FileInfo:
+        fd = os.open(self.backing, os.O_RDWR) if self.fh is None else self.fh
+        return FileInfo(fd, fd_backed=True)
+
+    def release(self, path: str, fh: int) -> None:
+        self.released.append(fh)
+        if self.fh is None:
+            os.close(fh)
+
+
+@pytest.mark.parametrize("splice", [False, True])
+def test_fd_backed_open_file_bypasses_python(mount_ops: Any, mnt: str, tmp_path: Any,
+                                             splice: bool) -> None:
+    backing = tmp_path / "backing"
+    data = os.urandom(3 * MiB + 5)
+    backing.write_bytes(data)
+    ops = Backed(str(backing))
+    mount_ops(ops, config=pyfuse.Config(splice_read=splice, splice_write=splice))
+    path = os.path.join(mnt, "f")
+    assert _reread(path) == data
+    with open(path, "r+b", buffering=0) as f:
+        f.seek(MiB)
+        f.write(b"new" * 1000)
+    assert backing.read_bytes()[MiB:MiB + 3000] == b"new" * 1000
+    assert ops.read_sizes == [] and ops.write_sizes == []  # Python never saw the data
+    assert ops.released and all(fh < 1 << 31 for fh in ops.released)  # the plain fd comes back
+
+
+@pytest.mark.expect_errors
+def test_fd_backed_needs_a_descriptor(mount_ops: Any, mnt: str, tmp_path: Any) -> None:
+    (tmp_path / "backing").write_bytes(b"x")
+    mount_ops(Backed(str(tmp_path / "backing"), fh=1 << 40))
+    with pytest.raises(OSError) as ei:
+        open(os.path.join(mnt, "f"), "rb").close()
+    assert ei.value.errno == errno.EIO

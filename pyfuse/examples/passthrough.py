@@ -5,9 +5,11 @@
 Errors from the underlying system calls propagate unchanged: an :class:`OSError` raised by
 ``os.*`` carries its errno, which pyfuse hands to the caller. File handles are the real file
 descriptors. Readdir hands out attributes with the names (one ``os.scandir`` pass), so the kernel
-needs no lookup per entry for ``ls -l``. File data never passes through Python: ``read`` answers
-with a :class:`pyfuse.FdRange` of the real file and ``write_fd`` names the real file as the
-target, so libfuse moves the bytes with ``splice(2)`` where it can (``CONFIG``).
+needs no lookup per entry for ``ls -l``. File data never passes through Python: ``open`` returns
+the real file's descriptor as an ``fd_backed`` :class:`pyfuse.FileInfo`, so READ and WRITE are
+served by the C shim from it (``pread`` into the reply, or ``splice(2)`` where it can, see
+``CONFIG``) without a call into Python. (:class:`pyfuse.FdRange` and ``write_fd`` are the
+per-request form of the same, for filesystems that decide request by request.)
 """
 from __future__ import annotations
 
@@ -96,27 +98,19 @@ class Passthrough(pyfuse.Operations):
             os.utime(self._p(path), ns=(atime_ns, mtime_ns), follow_symlinks=False)
 
     # -- files -------------------------------------------------------------------------------
-    def open(self, path: str, flags: int) -> Union[int, pyfuse.FileInfo]:
+    def open(self, path: str, flags: int) -> pyfuse.FileInfo:
         return self._opened(os.open(self._p(path), flags & ~os.O_DIRECT), flags)
 
-    def create(self, path: str, mode: int, flags: int) -> Union[int, pyfuse.FileInfo]:
+    def create(self, path: str, mode: int, flags: int) -> pyfuse.FileInfo:
         return self._opened(os.open(self._p(path), (flags | os.O_CREAT) & ~os.O_DIRECT, mode),
                             flags)
 
     @staticmethod
-    def _opened(fd: int, flags: int) -> Union[int, pyfuse.FileInfo]:
+    def _opened(fd: int, flags: int) -> pyfuse.FileInfo:
+        # fd_backed: reads and writes go straight to the real file, in C, never through Python.
         # O_DIRECT: the requests' buffers are not aligned for the real file's O_DIRECT, so the
         # real file is opened without it and the kernel's cache of this mount is bypassed.
-        return pyfuse.FileInfo(fd, direct_io=True) if flags & os.O_DIRECT else fd
-
-    def read(self, path: str, size: int, offset: int, fh: int) -> pyfuse.FdRange:
-        return pyfuse.FdRange(fh, offset)  # libfuse reads (or splices) it: no copy in Python
-
-    def write_fd(self, path: str, size: int, offset: int, fh: int) -> pyfuse.FdRange:
-        return pyfuse.FdRange(fh, offset)  # libfuse copies (or splices) the data into fh
-
-    def write(self, path: str, data: memoryview, offset: int, fh: int) -> int:
-        return os.pwrite(fh, data, offset)  # not reached while write_fd answers
+        return pyfuse.FileInfo(fd, fd_backed=True, direct_io=bool(flags & os.O_DIRECT))
 
     def statfs(self, path: str) -> os.statvfs_result:
         return os.statvfs(self._p(path))
