@@ -4,6 +4,7 @@
 #include "pyfuse.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -107,6 +108,14 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
     if (name_too_long(path))
         return -ENAMETOOLONG;
     res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
+    if (res == 0 && !pyfuse_valid_type(a.mode)) {
+        char msg[160];
+
+        snprintf(msg, sizeof msg, "getattr returned mode %#llo, which has no valid file type; "
+                 "replying EIO", (unsigned long long)a.mode);
+        pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg); /* 3: LOG_ERR */
+        return -EIO;
+    }
 
     if (res == 0)
         pyfuse_attr_to_stat(&a, st);

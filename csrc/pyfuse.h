@@ -34,6 +34,21 @@ static inline struct pyfuse_session *pyfuse_current(void)
     return (struct pyfuse_session *)fuse_get_context()->private_data;
 }
 
+/* pyfuse_cb_log(PYFUSE_LOG_SHIM + syslog level, msg): a message of the shim's own. */
+#define PYFUSE_LOG_SHIM 100
+
+/* The file types the kernel accepts (its fuse_valid_type). */
+static inline int pyfuse_valid_type(uint64_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR: case S_IFBLK: case S_IFIFO:
+    case S_IFSOCK:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* ops.c */
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);
 void pyfuse_fill_ops(struct fuse_operations *ops, uint64_t opmask);

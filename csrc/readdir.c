@@ -71,11 +71,19 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 }
 
 /* Check a batch before any of it reaches libfuse: exactly n non-empty names, none longer than
- * 255 bytes, none with '/'. A NUL inside a name shows up as one name too many. */
+ * 255 bytes, none with '/', no name twice (within the batch: a table on the stack, so memory
+ * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
+ * name too many. */
+#define DUP_SLOTS 512 /* a power of two, at least twice the largest batch checked */
+
 static int check_names(const char *names, size_t names_len, int n)
 {
     const char *p = names, *end = names + names_len;
+    const char *seen[DUP_SLOTS];
+    int dedup = n <= DUP_SLOTS / 2;
 
+    if (dedup)
+        memset(seen, 0, sizeof seen);
     for (int i = 0; i < n; i++) {
         const char *nul = memchr(p, '\0', (size_t)(end - p));
         size_t len = (nul ? nul : end) - p;
@@ -84,8 +92,20 @@ static int check_names(const char *names, size_t names_len, int n)
             return -EINVAL;
         if (len > 255)
             return -ENAMETOOLONG;
+        if (nul == NULL && i != n - 1)
+            return -EINVAL;
+        if (dedup) {
+            uint32_t h = 2166136261u; /* FNV-1a */
+
+            for (size_t k = 0; k < len; k++)
+                h = (h ^ (unsigned char)p[k]) * 16777619u;
+            for (h &= DUP_SLOTS - 1; seen[h] != NULL; h = (h + 1) & (DUP_SLOTS - 1))
+                if (strncmp(seen[h], p, len) == 0 && seen[h][len] == '\0')
+                    return -EEXIST;
+            seen[h] = p;
+        }
         if (nul == NULL)
-            return i == n - 1 ? 0 : -EINVAL;
+            return 0;
         p = nul + 1;
     }
     return -EINVAL; /* more names than n */
@@ -117,6 +137,8 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
             return -EINVAL;
         if (attrs != NULL)
             memcpy(&a, attrs + (size_t)i * sizeof a, sizeof a);
+        if (attrs != NULL && a.mode != 0 && !pyfuse_valid_type(a.mode))
+            return -EBADMSG;
         if (attrs != NULL && a.mode != 0) {
             pyfuse_attr_to_stat(&a, &st);
             sp = &st;

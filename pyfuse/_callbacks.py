@@ -124,9 +124,13 @@ _LEVELS = [logging.CRITICAL, logging.CRITICAL, logging.CRITICAL, logging.ERROR, 
 
 @ffi.def_extern(onerror=_void_onerror)
 def pyfuse_cb_log(level, msg):
+    source = "libfuse"
+    if level >= 100:  # from the shim itself (PYFUSE_LOG_SHIM)
+        level -= 100
+        source = "shim"
     lvl = _LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO
     if log.isEnabledFor(lvl):
-        log.log(lvl, "libfuse: %s", _string(msg).decode("utf-8", "replace"))
+        log.log(lvl, "%s: %s", source, _string(msg).decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -694,6 +698,14 @@ def _pack_attrs(attrs: Any) -> Any:
     return b"".join(out)
 
 
+_FILL_ERRORS = {
+    errno.EINVAL: "readdir yielded an invalid name: empty, or containing '/' or NUL",
+    errno.ENAMETOOLONG: "readdir yielded a name longer than 255 bytes",
+    errno.EEXIST: "readdir yielded the same name twice",
+    errno.EBADMSG: "readdir yielded an attr whose mode has no valid file type",
+}
+
+
 def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
     """Hand one batch to C; returns how many entries the kernel buffer took."""
     blob, attrs, offs = _split(batch)
@@ -720,8 +732,7 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
         raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
     k = lib.pyfuse_fill(fill, blob, len(blob), n, offs_c, attrs_c, st.pos)
     if k < 0:
-        raise BadReturn(f"readdir yielded an invalid name ({errno.errorcode.get(-k, k)}): "
-                        f"empty, longer than 255 bytes, or containing '/' or NUL")
+        raise BadReturn(_FILL_ERRORS.get(-k, "readdir: invalid batch"))
     if k:
         st.pos += k
         st.next_off = st.pos if mode == 1 else offs[k - 1]

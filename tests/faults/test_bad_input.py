@@ -1,0 +1,143 @@
+"""Bad input from both sides: what clients send (long names, deep paths, huge offsets) and what
+handlers return (impossible modes, absurd sizes, bad listings). Each gets a clear errno, and a
+log line when a handler is at fault; the mount keeps serving."""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from typing import Any, Iterator, Optional
+
+import pytest
+
+import pyfuse
+from pyfuse import Attr, DirEntry, FuseError
+from pyfuse.conformance import outcome
+
+
+@pytest.fixture
+def pair(example: Any, mnt: str) -> Iterator[tuple[str, str]]:
+    """(a tmpfs directory, the memory example's mount)."""
+    example("memory", mountpoint=mnt)
+    ref = tempfile.mkdtemp(prefix="pyfuse-ref-", dir="/dev/shm")
+    yield ref, mnt
+    shutil.rmtree(ref, ignore_errors=True)
+
+
+def same(pair: tuple[str, str], fn: Any, *names: str) -> tuple[str, Any]:
+    a, b = (outcome(fn, *(os.path.join(root, n) for n in names)) for root in pair)
+    assert a == b, f"{fn}: tmpfs {a}, pyfuse {b}"
+    return a
+
+
+def test_name_lengths(pair: tuple[str, str]) -> None:
+    assert same(pair, lambda p: open(p, "w").close(), "x" * 255) == ("ok", None)
+    assert same(pair, lambda p: open(p, "w").close(), "y" * 256) == ("err", "ENAMETOOLONG")
+    assert same(pair, os.mkdir, "z" * 256) == ("err", "ENAMETOOLONG")
+    assert same(pair, os.lstat, "w" * 1000)[1] == "ENAMETOOLONG"
+    assert same(pair, lambda p: os.rename(p.replace("w" * 10, "x" * 255), p), "w" * 256) \
+        == ("err", "ENAMETOOLONG")
+
+
+def test_path_max(pair: tuple[str, str]) -> None:
+    for root in pair:
+        p = root
+        while len(p) < 3800:
+            p = os.path.join(p, "d" * 200)
+            os.mkdir(p)
+    deep = os.path.relpath(p, pair[1])
+    long_name = deep + "/" + "f" * (4096 - len(pair[1]) - len(deep) - 1)
+    assert same(pair, lambda x: open(x, "w").close(), long_name)[1] == "ENAMETOOLONG"
+
+
+def test_huge_offsets(pair: tuple[str, str]) -> None:
+    for root in pair:
+        with open(os.path.join(root, "f"), "wb") as f:
+            f.write(b"abc")
+
+    def at(offset: int, write: bool) -> Any:
+        def op(p: str) -> Any:
+            fd = os.open(p, os.O_RDWR)
+            try:
+                return os.pwrite(fd, b"x", offset) if write else os.pread(fd, 10, offset)
+            finally:
+                os.close(fd)
+        return op
+
+    for offset in (2**31, 2**32 + 7, 2**62, 2**63 - 2):
+        same(pair, at(offset, False), "f")
+    for offset in (2**63 - 2, 2**62):
+        same(pair, at(offset, True), "f")  # EFBIG (or EINVAL) on both
+    same(pair, os.lstat, "f")
+
+
+class Bad(pyfuse.Operations):
+    """Handlers that return what they should not, per file name."""
+
+    def getattr(self, path: str, fh: Optional[int]) -> Attr:
+        if path == "/":
+            return Attr(mode=0o40755, nlink=2)
+        if path == "/nomode":
+            return Attr(mode=0o644)  # no file type
+        if path == "/badtype":
+            return Attr(mode=0o170644)
+        if path in ("/f", "/neg", "/big", "/str"):
+            return Attr(mode=0o100644, size=10)
+        raise FuseError(errno.ENOENT)
+
+    def open(self, path: str, flags: int) -> int:
+        return 1
+
+    def write(self, path: str, data: memoryview, offset: int, fh: int) -> Any:
+        return {"/neg": -1, "/big": len(data) + 1, "/str": "3"}.get(path, len(data))
+
+    def readdir(self, path: str, offset: int, fh: int, plus: bool) -> Any:
+        return self.listing
+
+    listing: Any = []
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("name", ["nomode", "badtype"])
+def test_impossible_modes(mount_ops: Any, mnt: str, caplog: Any, name: str) -> None:
+    mount_ops(Bad())
+    with pytest.raises(OSError) as ei:
+        os.lstat(os.path.join(mnt, name))
+    assert ei.value.errno == errno.EIO
+    assert "no valid file type" in caplog.text
+    assert os.lstat(os.path.join(mnt, "f")).st_size == 10  # still serving
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("name", ["neg", "big", "str"])
+def test_absurd_write_counts(mount_ops: Any, mnt: str, caplog: Any, name: str) -> None:
+    mount_ops(Bad())
+    with open(os.path.join(mnt, name), "wb", buffering=0) as f:
+        with pytest.raises(OSError) as ei:
+            f.write(b"abc")
+    assert ei.value.errno == errno.EIO
+    assert "write must return the number of bytes written" in caplog.text
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("listing, message", [
+    (["a", "b", "a"], "same name twice"),
+    ([DirEntry("a"), DirEntry("a", Attr(mode=0o100644))], "same name twice"),
+    ([42], "must yield str"),
+    ([None], "must yield str"),
+    ([("a", Attr(mode=0o644))], "no valid file type"),
+    (["x" * 256], "longer than 255"),
+    (["a\0b"], "NUL"),
+])
+def test_bad_listings(mount_ops: Any, mnt: str, caplog: Any, listing: Any, message: str
+                      ) -> None:
+    ops = Bad()
+    ops.listing = listing
+    mount_ops(ops)
+    with pytest.raises(OSError) as ei:
+        os.listdir(mnt)
+    assert ei.value.errno == errno.EIO
+    assert message in caplog.text
+    ops.listing = ["ok"]
+    assert os.listdir(mnt) == ["ok"]  # still serving
