@@ -19,7 +19,7 @@ import itertools
 import os
 import shutil
 import stat
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 PATHS = ["a", "b", "c", "a/b", "a/c", "b/a", "c/a/b"]
 ACCESS = [os.O_RDONLY, os.O_WRONLY, os.O_RDWR]
@@ -81,12 +81,14 @@ def outcome(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
     return "ok", r
 
 
-def make_machine(ref_root: str, sub_root: str) -> type:
-    """A hypothesis RuleBasedStateMachine comparing ``sub_root`` with ``ref_root``."""
+def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = ()) -> type:
+    """A hypothesis RuleBasedStateMachine comparing ``sub_root`` with ``ref_root``. Each run
+    works in a fresh directory under both roots; ``extra_paths`` (relative to that directory,
+    e.g. ``"../shared/file"``) add paths prepared by the caller to the ones it uses."""
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, rule
 
-    paths = st.sampled_from(PATHS)
+    paths = st.sampled_from(PATHS + list(extra_paths))
     data = st.binary(max_size=5000) | st.integers(0, 70_000).map(lambda n: b"z" * n)
     offsets = st.sampled_from([0, 1, 4095, 4096, 10_000, 65_536, 131_073, 1 << 20])
     names = st.sampled_from(["user.a", "user.b", "user.long" + "x" * 100])
@@ -101,7 +103,7 @@ def make_machine(ref_root: str, sub_root: str) -> type:
             self.roots = (os.path.join(ref_root, top), os.path.join(sub_root, top))
             for r in self.roots:
                 os.mkdir(r)
-            self.open: list[tuple[int, int]] = []
+            self.open: list[tuple[int, int, str]] = []
 
         def both(self, fn: Callable[..., Any], *rel: str, extra: tuple[Any, ...] = ()
                  ) -> tuple[str, Any]:
@@ -114,8 +116,12 @@ def make_machine(ref_root: str, sub_root: str) -> type:
                 assert a == b, f"lstat({p}) after {fn.__name__}: reference {a}, subject {b}"
             return results[0]
 
+        def same_lstat(self, path: str, after: str) -> None:
+            a, b = (outcome(os.lstat, os.path.join(r, path)) for r in self.roots)
+            assert a == b, f"lstat({path}) after {after}: reference {a}, subject {b}"
+
         def teardown(self) -> None:
-            for fa, fb in self.open:
+            for fa, fb, _ in self.open:
                 os.close(fa)
                 os.close(fb)
             for r in self.roots:
@@ -128,7 +134,7 @@ def make_machine(ref_root: str, sub_root: str) -> type:
             results = [outcome(os.open, os.path.join(r, path), flags, mode) for r in self.roots]
             fds = [v for kind, v in results if kind == "ok"]
             if len(fds) == 2:
-                pair = (fds[0], fds[1])
+                pair = (fds[0], fds[1], path)
                 self.open.append(pair)
             else:
                 for fd in fds:
@@ -145,14 +151,15 @@ def make_machine(ref_root: str, sub_root: str) -> type:
         def write(self, pair: Any, offset: int, payload: bytes) -> None:
             if pair is None or pair not in self.open:
                 return
-            a, b = (outcome(os.pwrite, fd, payload, offset) for fd in pair)
+            a, b = (outcome(os.pwrite, fd, payload, offset) for fd in pair[:2])
             assert a == b, f"pwrite({offset}, {len(payload)} bytes): {a} vs {b}"
+            self.same_lstat(pair[2], "pwrite")  # size; setuid/setgid cleared or not
 
         @rule(pair=fds, offset=offsets, size=st.sampled_from([0, 1, 4096, 70_000, 1 << 20]))
         def read(self, pair: Any, offset: int, size: int) -> None:
             if pair is None or pair not in self.open:
                 return
-            a, b = (outcome(os.pread, fd, size, offset) for fd in pair)
+            a, b = (outcome(os.pread, fd, size, offset) for fd in pair[:2])
             assert a == b, f"pread({size}, {offset}): reference {a}, subject {b}"
 
         @rule(pair=consumes(fds))
@@ -160,8 +167,8 @@ def make_machine(ref_root: str, sub_root: str) -> type:
             if pair is None or pair not in self.open:
                 return
             self.open.remove(pair)
-            for fd in pair:
-                os.close(fd)
+            os.close(pair[0])
+            os.close(pair[1])
 
         @rule(path=paths, size=st.sampled_from([0, 1, 5000, 1 << 20]))
         def truncate(self, path: str, size: int) -> None:
@@ -207,9 +214,9 @@ def make_machine(ref_root: str, sub_root: str) -> type:
 
         @rule(path=paths, atime=times, mtime=times)
         def utimens(self, path: str, atime: Optional[int], mtime: Optional[int]) -> None:
-            self.both(utimensat, path, extra=(atime, mtime))
+            done = self.both(utimensat, path, extra=(atime, mtime)) == ("ok", None)
             explicit = [t for t in (atime, mtime) if t is not None and t >= 0]
-            if explicit:
+            if done and explicit:
                 a, b = (outcome(lambda p: (os.lstat(p).st_atime_ns, os.lstat(p).st_mtime_ns),
                                 os.path.join(r, path)) for r in self.roots)
                 if atime is not None and atime >= 0 and a[0] == "ok":
@@ -247,7 +254,7 @@ def make_machine(ref_root: str, sub_root: str) -> type:
 
 
 def check_against(ref_root: str, sub_root: str, max_examples: int = 50, steps: int = 50,
-                  derandomize: bool = False) -> None:
+                  derandomize: bool = False, extra_paths: Sequence[str] = ()) -> None:
     """Run the differential machine; raises AssertionError with a shrunk failing sequence.
     ``derandomize``: the same sequences on every run (hypothesis' derandomize setting)."""
     from hypothesis import HealthCheck, settings
@@ -256,4 +263,4 @@ def check_against(ref_root: str, sub_root: str, max_examples: int = 50, steps: i
     s = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                  derandomize=derandomize, database=None,
                  suppress_health_check=list(HealthCheck))
-    run_state_machine_as_test(make_machine(ref_root, sub_root), settings=s)
+    run_state_machine_as_test(make_machine(ref_root, sub_root, extra_paths), settings=s)

@@ -61,10 +61,14 @@ def _connections() -> set[str]:
 
 
 @pytest.fixture(autouse=True)
-def hung_mount_watchdog() -> Iterator[None]:
+def hung_mount_watchdog(request: Any) -> Iterator[None]:
     """A request that never gets an answer blocks the test in the kernel, where no timeout can
-    interrupt it. After WATCHDOG_SECONDS, abort every FUSE connection this test created: the
-    blocked calls then fail (ENOTCONN) and the test fails instead of hanging CI."""
+    interrupt it. Shortly before the test's own timeout (15 s before; WATCHDOG_SECONDS for the
+    default 60 s), abort every FUSE connection this test created: the blocked calls then fail
+    (ENOTCONN) and the test fails instead of hanging CI."""
+    marker = request.node.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else 60.0
+    delay = max(limit - 15.0, WATCHDOG_SECONDS if limit <= 60 else 5.0)
     _ensure_fusectl()
     before = _connections()
     fired = threading.Event()
@@ -78,13 +82,14 @@ def hung_mount_watchdog() -> Iterator[None]:
             except OSError:
                 pass
 
-    timer = threading.Timer(WATCHDOG_SECONDS, fire)
+    timer = threading.Timer(delay, fire)
     timer.daemon = True
     timer.start()
     yield
     timer.cancel()
     if fired.is_set():
-        pytest.fail(f"a FUSE request hung for {WATCHDOG_SECONDS}s; its connection was aborted")
+        pytest.fail(f"the test still waited on a FUSE mount after {delay:.0f}s; its connections "
+                    f"were aborted")
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ fallocate, copy_file_range, SEEK_DATA/SEEK_HOLE; extended attributes; statfs. Pe
 are left to the kernel (the example mounts with ``default_permissions``), and unlinked files stay
 readable and writable through open handles (``Config(hard_remove=True)``: handlers then get
 ``path=None``). One difference from tmpfs remains, from libfuse's path-based API: ``fstat`` of
-an unlinked open file fails with ``ESTALE``, since the kernel asks for it by name.
+an unlinked open file fails with ``ESTALE``, since the kernel asks for it by name. And files are
+not sparse: their data is held in RAM up to ``MAX_FILE_SIZE`` (half of the machine's memory, as
+tmpfs's default size); writing beyond it fails with ``EFBIG`` where tmpfs would make a hole.
 
 File data lives in a ``bytearray`` per file, so sequential appends are amortised O(1); a read
 returns a view of it, which pyfuse copies once into the reply. One lock serialises all
@@ -30,6 +32,9 @@ RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
+#: File data is held in RAM and not sparse: like tmpfs's default size limit, half of the
+#: machine's memory; a write or truncate beyond it fails with EFBIG.
+MAX_FILE_SIZE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
 BLOCK = 4096
 
 
@@ -317,6 +322,9 @@ class Memory(pyfuse.Operations):
 
     @staticmethod
     def _resize(node: Inode, size: int) -> None:
+        if size > MAX_FILE_SIZE:
+            raise _err(errno.EFBIG)
+
         def resize(buf: bytearray) -> None:
             cur = len(buf)
             if size < cur:
@@ -357,6 +365,8 @@ class Memory(pyfuse.Operations):
 
     def write(self, path: Optional[str], data: memoryview, offset: int, fh: int) -> int:
         n = len(data)
+        if offset + n > MAX_FILE_SIZE:
+            raise _err(errno.EFBIG)
 
         def store(buf: bytearray) -> None:
             if offset > len(buf):
