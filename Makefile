@@ -5,7 +5,7 @@ VPY    := $(VENV)/bin/python
 APT_PKGS := libfuse3-dev fuse3 pkg-config strace
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
 
-.PHONY: demo test test-sanitize deps lint bench clean
+.PHONY: demo test test-sanitize test-valgrind deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and strace, with which a test watches the splice
@@ -52,7 +52,7 @@ SAN_LOGS  := $(CURDIR)/build/sanitize
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 test-sanitize: deps
 	@test -x $(SAN_VENV)/bin/python || $(PYTHON) -m venv $(SAN_VENV)
-	$(SAN_VENV)/bin/python -m pip install -q pytest pytest-timeout hypothesis cffi setuptools wheel
+	$(SAN_VENV)/bin/python -m pip install -q --upgrade pytest pytest-timeout hypothesis cffi "setuptools>=77" wheel
 	PYFUSE_CFLAGS="$(SAN_FLAGS)" PYFUSE_LDFLAGS="-fsanitize=address,undefined" \
 	  $(SAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
 	rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
@@ -60,12 +60,23 @@ test-sanitize: deps
 	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0:log_path=$(SAN_LOGS)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan \
-	  PYTHONMALLOC=malloc \
+	  PYTHONMALLOC=malloc PYFUSE_SANITIZE=1 \
 	  $(CURDIR)/$(SAN_VENV)/bin/python -m pytest $(CURDIR)/tests -p no:cacheprovider \
 	    -m "not nofuse" $(PYTEST_ARGS)
 	@if ls $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* >/dev/null 2>&1; then \
 	  echo "sanitizer reports:"; cat $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* 2>/dev/null; exit 1; \
 	else echo "test-sanitize: no AddressSanitizer or UBSan report"; fi
+
+# memcheck over the core paths of the shim in one process (tests/valgrind/core.py); any error
+# whose stack passes through the shim fails it (slow: a few minutes; not part of `make test`).
+test-valgrind: deps $(VENV)/.installed
+	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; } || \
+	  { echo "needs valgrind: apt-get install valgrind"; exit 1; }
+	mkdir -p build
+	PYTHONMALLOC=malloc valgrind --tool=memcheck --error-limit=no --num-callers=40 \
+	  --log-file=build/valgrind.log $(VPY) tests/valgrind/core.py
+	$(VPY) tests/valgrind/check_log.py build/valgrind.log
 
 # The pyperf comparison with the peers (long: not part of `make test`). Peers are installed
 # one by one; one that fails is reported in docs/benchmarks.md, never faked.

@@ -68,7 +68,7 @@ struct pyfuse_ctx {
 struct pyfuse_dir {
     uint64_t fh;         /* the filesystem's own handle from opendir() */
     uint64_t key;        /* Python-side stream state (0: none kept) */
-    int64_t eof_off;     /* offset at which a positional listing ended, or -1 */
+    int64_t eof_off;     /* offset at which the listing ended (> 0), or -1 */
     int mode;            /* 0 unknown, 1 positional (shim numbers entries), 2 filesystem offsets */
 };
 

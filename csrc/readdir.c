@@ -46,8 +46,10 @@ int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
     struct pyfuse_dir *d = dir_of(fi);
     struct pyfuse_fill fill = { buf, filler, (flags & FUSE_READDIR_PLUS) != 0 };
 
-    /* A positional listing that already ended at this offset: answer EOF without Python. */
-    if (d->mode == 1 && d->eof_off >= 0 && off == d->eof_off)
+    /* A listing that already ended at this offset: answer EOF without Python. (In offset mode
+     * this also ends the listing of a filesystem that ignores the offset it is given, which
+     * would otherwise hand out its first entries again, forever.) */
+    if (d->eof_off > 0 && off == d->eof_off)
         return 0;
     return pyfuse_cb_readdir(pyfuse_current()->handle, path, off, d, &fill, fill.plus);
 }

@@ -788,8 +788,7 @@ def pyfuse_cb_readdir(h, path, off, d, fill, plus):
                 st.error = s.errno_of(err, "readdir")
                 break
             if st.it is None and not st.pending:
-                if d.mode != 2:
-                    d.eof_off = st.pos
+                d.eof_off = st.pos if d.mode != 2 else st.next_off
                 st.close()
                 return 0
     except BaseException as e:

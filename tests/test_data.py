@@ -259,6 +259,7 @@ def test_passthrough_zero_copy_by_hash(passthrough_fs: tuple[str, str, Any]) -> 
     assert splices > 0, "the data did not move with splice(2)"
 
 
+@pytest.mark.rss
 def test_passthrough_rss_flat_while_writing(passthrough_fs: tuple[str, str, Any]) -> None:
     mnt, _, proc = passthrough_fs
 

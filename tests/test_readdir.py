@@ -300,6 +300,7 @@ def _rss_kib() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
+@pytest.mark.rss
 @pytest.mark.timeout(120)
 def test_memory_bounded_by_batch(mount_ops, mnt):
     """A generator over 1,000,000 entries is listed in memory bounded by the batch, and
@@ -322,6 +323,7 @@ def test_memory_bounded_by_batch(mount_ops, mnt):
     assert grown < 8 * 1024, f"RSS grew by {grown} KiB"
 
 
+@pytest.mark.rss
 @pytest.mark.timeout(120)
 def test_repeated_listings_do_not_grow(mount_ops, mnt):
     ops = Listing(65536, "attrs")
@@ -335,3 +337,22 @@ def test_repeated_listings_do_not_grow(mount_ops, mnt):
         assert len(os.listdir(d)) == 65536
     gc.collect()
     assert _rss_kib() - before < 2 * 1024
+
+
+@pytest.mark.parametrize("n", [2, 5000])
+def test_offsets_ignored_by_the_filesystem_still_end(mount_ops, mnt, n):
+    """A readdir that yields its own offsets but ignores the offset it is asked for would hand
+    its first entries out again on every request after the end; the shim answers the end of a
+    finished listing itself, so the listing ends (and, when it fits one kernel buffer, is
+    exact)."""
+    class Ignores(Listing):
+        def readdir(self, path, offset, fh, plus):
+            self.readdir_calls.append((offset, plus))
+            return [DirEntry(self.name(i), Attr(mode=FILE), i + 1) for i in range(self.n)]
+
+    ops = Ignores(n)
+    mount_ops(ops)
+    got = os.listdir(os.path.join(mnt, "d"))
+    assert sorted(set(got)) == names(n)
+    if n == 2:
+        assert sorted(got) == names(2)

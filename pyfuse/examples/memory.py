@@ -65,6 +65,15 @@ class Inode:
             self.attr.ctime_ns = now
 
 
+def _kill_privs(node: Inode) -> None:
+    """Like the kernel for a write or truncate by a caller without CAP_FSETID: clear setuid, and
+    setgid when the file is group-executable."""
+    if pyfuse.context().uid == 0:
+        return
+    kill = stat.S_ISUID | (stat.S_ISGID if node.attr.mode & stat.S_IXGRP else 0)
+    node.attr.mode &= ~kill
+
+
 def _change(node: Inode, change: Callable[[bytearray], None]) -> None:
     """Apply ``change`` to the file's data, then update its size. A bytearray cannot change
     length while a read's view of it is still being copied into a reply (BufferError): the file
@@ -318,6 +327,7 @@ class Memory(pyfuse.Operations):
             if node.is_dir:
                 raise _err(errno.EISDIR)
             self._resize(node, size)
+            _kill_privs(node)
             node.touch()
 
     @staticmethod
@@ -350,6 +360,7 @@ class Memory(pyfuse.Operations):
             node = self._lookup(path)
             if flags & os.O_TRUNC and stat.S_ISREG(node.attr.mode):
                 self._resize(node, 0)  # libfuse enables atomic O_TRUNC: it arrives here
+                _kill_privs(node)
                 node.touch()
             return self._open_handle(node)
 
@@ -379,9 +390,7 @@ class Memory(pyfuse.Operations):
         with self._mutex:
             node = self.files[fh]
             _change(node, store)
-            mode = node.attr.mode
-            if mode & (stat.S_ISUID | stat.S_ISGID) and pyfuse.context().uid != 0:
-                node.attr.mode = mode & ~(stat.S_ISUID | stat.S_ISGID)
+            _kill_privs(node)
             node.touch()
             return n
 
