@@ -67,15 +67,16 @@ test-sanitize: deps
 	  echo "sanitizer reports:"; cat $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* 2>/dev/null; exit 1; \
 	else echo "test-sanitize: no AddressSanitizer or UBSan report"; fi
 
-# memcheck over the core paths of the shim in one process (tests/valgrind/core.py); any error
-# whose stack passes through the shim fails it (slow: a few minutes; not part of `make test`).
+# memcheck over the core paths of the shim (tests/valgrind/core.py: the filesystem daemon runs
+# under valgrind, the client outside); any error whose stack passes through the shim fails it
+# (slow: a few minutes; not part of `make test`).
 test-valgrind: deps $(VENV)/.installed
 	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; } || \
 	  { echo "needs valgrind: apt-get install valgrind"; exit 1; }
 	mkdir -p build
-	PYTHONMALLOC=malloc valgrind --tool=memcheck --error-limit=no --num-callers=40 \
-	  --log-file=build/valgrind.log $(VPY) tests/valgrind/core.py
+	PYTHONMALLOC=malloc $(VPY) tests/valgrind/core.py valgrind --tool=memcheck \
+	  --error-limit=no --num-callers=40 --log-file=$(CURDIR)/build/valgrind.log
 	$(VPY) tests/valgrind/check_log.py build/valgrind.log
 
 # The pyperf comparison with the peers (long: not part of `make test`). Peers are installed

@@ -213,9 +213,11 @@ def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
              "off; W1mt/W5mt: the same on the default multi-threaded loop. W2, W3 and walk: "
              "default caching (1 s), on the default loop and, with the suffix st, "
              "single-threaded. The workloads: bench/workloads.py; the tree: bench/model.py.", "",
-             "Noise: with `--fast` on this 2-vCPU machine, run-to-run differences of 20-40 % "
-             "are common on W1/W5 (pyfuse and pyfuse-prepared run identical code there); "
-             "compare columns within one run and prefer `BENCH_ARGS=--rigorous` for decisions.",
+             "Noise: the implementations are mounted together and measured in interleaved "
+             "rounds, so drift of this 2-vCPU VM hits all of them alike; what remains shows in "
+             "pyfuse vs pyfuse-prepared on W1, W5, W1mt, W5mt and W2, where both run identical "
+             "code (differences up to 15 % with `--fast`). Prefer `BENCH_ARGS=--rigorous` for "
+             "decisions.",
              ""]
     impls = [i for i in IMPLS if i in m or i in summary]
     lines += ["| workload | " + " | ".join(impls) + " | target |",

@@ -142,3 +142,13 @@ def _stop(proc: subprocess.Popen[Any], mountpoint: str, clean: bool) -> None:
 def python_module(name: str, *args: str) -> list[str]:
     """argv to run ``python -m name args...`` with this interpreter."""
     return [sys.executable, "-m", name, *args]
+
+
+def check_against(reference: str, subject: str, max_examples: int = 50, steps: int = 50,
+                  **kwargs: Any) -> None:
+    """Differential conformance: random operation sequences on ``reference`` (say, a tmpfs
+    directory) and ``subject`` (a directory of your mount) must give identical results. See
+    :func:`pyfuse.conformance.check_against` (needs hypothesis)."""
+    from .conformance import check_against as run
+
+    run(reference, subject, max_examples=max_examples, steps=steps, **kwargs)

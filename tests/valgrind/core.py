@@ -1,7 +1,12 @@
-"""The core paths of the shim in one process, for `make test-valgrind` (memcheck): mount, getattr
-(valid and invalid modes), readdir and readdirplus batches with attributes and offsets, bad
-listings, read (bytes and FdRange), write (memoryview and write_fd), an fd_backed open file,
-statfs, xattrs, rename, unlink; then unmount. Exits non-zero if any check fails."""
+"""The core paths of the shim, for `make test-valgrind` (memcheck).
+
+    python tests/valgrind/core.py [VALGRIND ARGS...]
+
+runs the filesystem below as a daemon under ``valgrind VALGRIND ARGS python core.py serve`` and
+drives it from this process: mount, getattr (valid and invalid modes), readdir and readdirplus
+batches with attributes and offsets, read (bytes and FdRange), write (memoryview and
+write_fd), an fd_backed open file, statfs, xattrs; then unmount. Exits non-zero if a check
+fails."""
 from __future__ import annotations
 
 import errno
@@ -83,13 +88,20 @@ class Core(pyfuse.Operations):
         return list(self.xattrs)
 
 
-def main() -> int:
+def serve(mnt: str, backing: str) -> None:
+    fd = os.open(backing, os.O_RDWR)
+    pyfuse.run(Core(backing, fd), mnt, config=pyfuse.Config(attr_timeout=0, entry_timeout=0))
+    os.close(fd)
+
+
+def main(valgrind: list[str]) -> int:
+    from pyfuse import testing
+
     tmp = tempfile.mkdtemp()
     mnt, backing = os.path.join(tmp, "m"), os.path.join(tmp, "b")
     os.mkdir(mnt)
     with open(backing, "wb") as f:
         f.write(b"backing data" * 1000)
-    ops = Core(backing, os.open(backing, os.O_RDWR))
     failures = []
 
     def check(what: str, ok: bool) -> None:
@@ -97,7 +109,8 @@ def main() -> int:
         if not ok:
             failures.append(what)
 
-    with pyfuse.mount(ops, mnt, config=pyfuse.Config(attr_timeout=0, entry_timeout=0)):
+    argv = [*valgrind, sys.executable, os.path.abspath(__file__), "serve", mnt, backing]
+    with testing.mounted_process(argv, mnt, timeout=120):
         check("listdir /", sorted(os.listdir(mnt)) == ["backed", "d", "f", "fd"])
         with os.scandir(os.path.join(mnt, "d")) as it:
             check("scandir 3000 + stat", sum(1 for e in it if e.stat().st_size == 5) == 3000)
@@ -122,7 +135,6 @@ def main() -> int:
         os.statvfs(mnt)
         os.setxattr(os.path.join(mnt, "f"), "user.k", b"v")
         check("xattr", os.getxattr(os.path.join(mnt, "f"), "user.k") == b"v")
-    os.close(ops._fd)
     os.unlink(backing)
     os.rmdir(mnt)
     os.rmdir(tmp)
@@ -130,4 +142,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["serve"]:
+        serve(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(main(sys.argv[1:]))
