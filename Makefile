@@ -5,7 +5,7 @@ VPY    := $(VENV)/bin/python
 APT_PKGS := libfuse3-dev fuse3 pkg-config strace
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
 
-.PHONY: demo test test-sanitize test-valgrind deps lint bench clean
+.PHONY: demo test test-sanitize test-valgrind stress deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and strace, with which a test watches the splice
@@ -66,6 +66,12 @@ test-sanitize: deps
 	@if ls $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* >/dev/null 2>&1; then \
 	  echo "sanitizer reports:"; cat $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* 2>/dev/null; exit 1; \
 	else echo "test-sanitize: no AddressSanitizer or UBSan report"; fi
+
+# The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
+# minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).
+stress: deps $(VENV)/.installed
+	PYFUSE_STRESS_OPS=1000000 PYFUSE_STRESS_SECONDS=60 $(VPY) -m pytest tests/stress -s \
+	  $(PYTEST_ARGS)
 
 # memcheck over the core paths of the shim (tests/valgrind/core.py: the filesystem daemon runs
 # under valgrind, the client outside); any error whose stack passes through the shim fails it
