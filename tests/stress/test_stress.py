@@ -70,6 +70,7 @@ def _mixed(root: str, n: int, seed: int) -> None:
             assert e.errno in (errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENODATA), e
 
 
+@pytest.mark.rss
 @pytest.mark.timeout(900)
 def test_resources_stay_flat(example: Any, mnt: str) -> None:
     proc = example("memory", mountpoint=mnt)
@@ -155,6 +156,7 @@ def test_concurrent_clients_keep_invariants(example: Any, mnt: str) -> None:
             assert os.stat(os.path.join(mnt, n)).st_size == own_bytes
 
 
+@pytest.mark.rss
 @pytest.mark.timeout(600)
 def test_wrong_return_values_do_not_leak(mnt: str) -> None:
     """Every kind of wrong value from getattr, read, write and readdir, many times over: each
