@@ -140,3 +140,18 @@ def example(tmp_path: Any) -> Iterator[Callable[..., Any]]:
     yield _run
     while stack:
         stack.pop().__exit__(None, None, None)
+
+
+@pytest.fixture(params=["memory", "passthrough"])
+def data_fs(request: Any, example: Any, tmp_path: Any) -> str:
+    """The memory example, then the passthrough example (over a fresh source directory),
+    mounted; yields the mount point."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if request.param == "memory":
+        example("memory", mountpoint=str(mnt))
+    else:
+        src = tmp_path / "src"
+        src.mkdir()
+        example("passthrough", str(src), mountpoint=str(mnt))
+    return str(mnt)

@@ -24,19 +24,6 @@ MiB = 1 << 20
 SIZES = [0, 1, 4095, 4096, 4097, 131071, 131072, 131073, MiB - 1, MiB, MiB + 1, 3 * MiB + 123]
 
 
-@pytest.fixture(params=["memory", "passthrough"])
-def data_fs(request: Any, example: Any, tmp_path: Any) -> str:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if request.param == "memory":
-        example("memory", mountpoint=str(mnt))
-    else:
-        src = tmp_path / "src"
-        src.mkdir()
-        example("passthrough", str(src), mountpoint=str(mnt))
-    return str(mnt)
-
-
 @pytest.fixture
 def passthrough_fs(example: Any, tmp_path: Any) -> tuple[str, str, Any]:
     mnt, src = tmp_path / "mnt", tmp_path / "src"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import mmap
 import os
 import random
-from typing import Any
 
 import pytest
 
@@ -14,24 +13,11 @@ OPS = int(os.environ.get("PYFUSE_FSX_OPS", "3000"))
 MAXLEN = 3 << 20
 
 
-@pytest.fixture(params=["memory", "passthrough"])
-def fsx_dir(request: Any, example: Any, tmp_path: Any) -> str:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if request.param == "memory":
-        example("memory", mountpoint=str(mnt))
-    else:
-        src = tmp_path / "src"
-        src.mkdir()
-        example("passthrough", str(src), mountpoint=str(mnt))
-    return str(mnt)
-
-
 @pytest.mark.timeout(300)
-def test_fsx(fsx_dir: str) -> None:
+def test_fsx(data_fs: str) -> None:
     seed = int(os.environ.get("PYFUSE_FSX_SEED", random.randrange(1 << 32)))
     rng = random.Random(seed)
-    path, other = os.path.join(fsx_dir, "fsx"), os.path.join(fsx_dir, "src")
+    path, other = os.path.join(data_fs, "fsx"), os.path.join(data_fs, "src")
     model = bytearray()
     src_data = os.urandom(MAXLEN // 2)
     with open(other, "wb") as f:
