@@ -195,6 +195,13 @@ def means(prefix: str = "", impls: Any = IMPLS) -> dict[str, dict[str, float]]:
     return out
 
 
+def _cell(v: Any, entry: dict[str, Any], w: str, ratio: str) -> str:
+    """A table cell: the mean time and its ratio, or why there is none."""
+    if v is None:
+        return str(entry.get(w) or entry.get("error", "not run"))
+    return (f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.2f} ms") + ratio
+
+
 def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
     command = summary.get("_command", "python -m bench --suite tree")
     m = means()
@@ -226,13 +233,8 @@ def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
         cells = []
         for impl in impls:
             v = m.get(impl, {}).get(w)
-            if v is None:
-                cells.append(str(summary.get(impl, {}).get(w) or summary.get(impl, {}).get(
-                    "error", "not run")))
-            else:
-                ratio = f" ({v / ref[w]:.2f}x)" if w in ref else ""
-                cells.append(f"{v * 1e6:.1f} us{ratio}" if v < 1e-3 else
-                             f"{v * 1e3:.2f} ms{ratio}")
+            ratio = f" ({v / ref[w]:.2f}x)" if v is not None and w in ref else ""
+            cells.append(_cell(v, summary.get(impl, {}), w, ratio))
         target = ""
         if w in TARGETS:
             who, limit = TARGETS[w]
@@ -294,12 +296,8 @@ def report_data(data: dict[str, Any]) -> list[str]:
         cells = []
         for impl in impls:
             v = m.get(impl, {}).get(w)
-            if v is None:
-                cells.append(str(data.get(impl, {}).get(w) or data.get(impl, {}).get(
-                    "error", "not run")))
-                continue
-            speed = f" ({ref[w] / v:.2f}x)" if w in ref else ""
-            cells.append((f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.0f} ms") + speed)
+            speed = f" ({ref[w] / v:.2f}x)" if v is not None and w in ref else ""
+            cells.append(_cell(v, data.get(impl, {}), w, speed))
         v, limit = m.get("pyfuse", {}).get(w), DATA_TARGETS[w]
         met = "" if v is None or w not in ref else (" met" if ref[w] / v >= limit else " missed")
         lines.append(f"| {w} | " + " | ".join(cells) + f" | >= {limit:.2f}x{met} |")

@@ -39,7 +39,7 @@ static ssize_t pread_full(int fd, char *buf, size_t size, off_t pos)
 }
 
 /* Answer a read from fd at pos: spliced by libfuse when enabled and it fits a pipe, else read
- * here into the reply buffer `mem` (freed or handed over). */
+ * here into the reply buffer `mem` (allocated here when NULL; freed or handed over). */
 static int read_fd(struct fuse_bufvec *bv, void *mem, int fd, int64_t pos, size_t n)
 {
     if (pyfuse_current()->cfg.splice_write == 1 && n <= SPLICE_MAX) {
@@ -49,7 +49,11 @@ static int read_fd(struct fuse_bufvec *bv, void *mem, int fd, int64_t pos, size_
         bv->buf[0].pos = pos;
         bv->buf[0].size = n;
     } else {
-        ssize_t got = pread_full(fd, mem, n, (off_t)pos); /* one copy, as in C */
+        ssize_t got;
+
+        if (mem == NULL && (mem = malloc(n ? n : 1)) == NULL)
+            return -ENOMEM;
+        got = pread_full(fd, mem, n, (off_t)pos); /* one copy, as in C */
 
         if (got < 0) {
             free(mem);
@@ -71,15 +75,12 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 
     if (bv == NULL)
         return -ENOMEM;
-    mem = malloc(size ? size : 1); /* libfuse frees both after the reply (fuse_free_buf) */
-    if (mem == NULL) {
-        free(bv);
-        return -ENOMEM;
-    }
     *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
-    if (fi->fh & PYFUSE_FH_FD) /* FileInfo(fd_backed=True): no Python at all */
-        res = read_fd(bv, mem, (int)pyfuse_fh(fi), off, size);
-    else {
+    if (fi->fh & PYFUSE_FH_FD) { /* FileInfo(fd_backed=True): no Python at all */
+        res = read_fd(bv, NULL, (int)pyfuse_fh(fi), off, size);
+    } else if ((mem = malloc(size ? size : 1)) == NULL) { /* Python copies into it */
+        res = -ENOMEM;  /* libfuse frees mem and bv after the reply (fuse_free_buf) */
+    } else {
         struct pyfuse_session *s = pyfuse_current();
 
         res = PYFUSE_HAS(s, PYFUSE_OP_READ)
