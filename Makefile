@@ -2,24 +2,25 @@
 PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
-APT_PKGS := libfuse3-dev fuse3 pkg-config strace
+APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
 
 .PHONY: demo test test-sanitize test-valgrind stress deps lint bench clean
 .DEFAULT_GOAL := test
 
-# libfuse 3 headers, fusermount3, pkg-config (and strace, with which a test watches the splice
-# path): installed with apt-get when root, else explained.
+# libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
+# the splice path, and useradd, with which the permission test makes its user): installed with
+# apt-get when root, else explained.
 deps:
 	@if pkg-config --exists 'fuse3 >= 3.10' 2>/dev/null && command -v fusermount3 >/dev/null \
-	    && command -v strace >/dev/null; then \
+	    && command -v strace >/dev/null && command -v useradd >/dev/null; then \
 	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "installing $(APT_PKGS) with apt-get"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
 	else \
-	  echo "pyfuse needs libfuse 3 (and its tests strace): run  sudo apt-get install $(APT_PKGS)  (then make again)"; \
+	  echo "pyfuse needs libfuse 3 (and its tests strace and useradd): run  sudo apt-get install $(APT_PKGS)  (then make again)"; \
 	  exit 1; \
 	fi
 

@@ -7,10 +7,16 @@ RENAME_NOREPLACE and RENAME_EXCHANGE; chmod/chown/utimens with nanoseconds; trun
 fallocate, copy_file_range, SEEK_DATA/SEEK_HOLE; extended attributes; statfs. Permission checks
 are left to the kernel (the example mounts with ``default_permissions``), and unlinked files stay
 readable and writable through open handles (``Config(hard_remove=True)``: handlers then get
-``path=None``). One difference from tmpfs remains, from libfuse's path-based API: ``fstat`` of
-an unlinked open file fails with ``ESTALE``, since the kernel asks for it by name. And files are
-not sparse: their data is held in RAM up to ``MAX_FILE_SIZE`` (half of the machine's memory, as
-tmpfs's default size); writing beyond it fails with ``EFBIG`` where tmpfs would make a hole.
+``path=None``). Times change as on tmpfs (tests/conformance compares which step set each one),
+except access times, which reads do not update (FUSE is not told of reads served from the page
+cache; compare tmpfs mounted ``noatime``). Differences from tmpfs that come from libfuse's
+path-based API: ``fstat`` of an unlinked open file fails with ``ESTALE``, since the kernel asks
+for it by name, and so does a write by an unprivileged user to such a file when it is setuid
+(the kernel first clears the bit by name); ``chown(path, -1, -1)`` leaves ctime alone (libfuse
+calls no handler for it).
+And files are not sparse: their data is held in RAM up to ``MAX_FILE_SIZE`` (half of the
+machine's memory, as tmpfs's default size); writing beyond it fails with ``EFBIG`` where tmpfs
+would make a hole.
 
 File data lives in a ``bytearray`` per file, so sequential appends are amortised O(1); a read
 returns a view of it, which pyfuse copies once into the reply. One lock serialises all
@@ -326,9 +332,11 @@ class Memory(pyfuse.Operations):
             node = self._node(path, fh)
             if node.is_dir:
                 raise _err(errno.EISDIR)
+            changed = size != len(node.data)
             self._resize(node, size)
             _kill_privs(node)
-            node.touch()
+            if changed or fh is not None:  # like tmpfs: truncate(2) to the same size is no change
+                node.touch()
 
     @staticmethod
     def _resize(node: Inode, size: int) -> None:
