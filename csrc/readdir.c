@@ -114,10 +114,10 @@ static int check_names(const char *names, size_t names_len, int n)
 }
 
 int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,
-                const char *offs, const char *attrs, int64_t base)
+                const char *offs, const char *attrs, size_t attr_stride, int64_t base)
 {
-    const char *p = names;
-    struct pyfuse_attr a;
+    const char *p = names, *converted = NULL;
+    struct pyfuse_attr a = { 0 };
     struct stat st;
     int64_t off;
     int res;
@@ -130,6 +130,7 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
     for (int i = 0; i < n; i++) {
         const struct stat *sp = NULL;
         enum fuse_fill_dir_flags fl = 0;
+        const char *ap = attrs != NULL ? attrs + (size_t)i * attr_stride : NULL;
 
         if (offs != NULL)
             memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
@@ -137,12 +138,15 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
             off = base + i + 1;
         if (off <= 0)
             return -EINVAL;
-        if (attrs != NULL)
-            memcpy(&a, attrs + (size_t)i * sizeof a, sizeof a);
-        if (attrs != NULL && a.mode != 0 && !pyfuse_valid_type(a.mode))
-            return -EBADMSG;
-        if (attrs != NULL && a.mode != 0) {
-            pyfuse_attr_to_stat(&a, &st);
+        if (ap != NULL && ap != converted) { /* a shared attribute is converted once */
+            memcpy(&a, ap, sizeof a);
+            if (a.mode != 0 && !pyfuse_valid_type(a.mode))
+                return -EBADMSG;
+            if (a.mode != 0)
+                pyfuse_attr_to_stat(&a, &st);
+            converted = ap;
+        }
+        if (ap != NULL && a.mode != 0) {
             sp = &st;
             if (f->plus)
                 fl = FUSE_FILL_DIR_PLUS;

@@ -13,7 +13,7 @@ import sys
 import time
 from array import array
 from itertools import islice, repeat
-from operator import is_
+from operator import is_, itemgetter
 from typing import Any, Optional
 
 from ._pyfuse_c import ffi, lib
@@ -640,25 +640,33 @@ class DirStream:
                 log.exception("closing a readdir iterator raised")
 
 
+_NAME, _ATTR, _OFFSET = itemgetter(0), itemgetter(1), itemgetter(2)
+_ENTRY_TYPES = ({DirEntry}, {tuple})
+
+
 def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
     """(encoded NUL-separated names, attrs, offsets) of a batch of entries.
 
-    The common batches (all names, or all (name, attr[, offset]) tuples / DirEntry objects of one
-    length) are split at C speed; names that are not str, attrs that do not pack and offsets
-    that are not integers are caught later by the join, the packing and the array.
+    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset])
+    tuples of one length) are split at C speed: one pass for the types, one per column; names
+    that are not str, attrs that do not pack and offsets that are not integers are caught later
+    by the join, the packing and the array.
     """
-    n = len(batch)
     t = type(batch[0])
     if t is str:
         try:
             return "\0".join(batch).encode(_ENC, "surrogateescape"), None, None
         except TypeError:
             pass  # not only names: normalise below
-    elif (t is tuple or t is DirEntry) and all(map(isinstance, batch, repeat(tuple))):
-        cols = tuple(zip(*batch))
-        k = len(cols)
-        if 2 <= k <= 3 and sum(map(len, batch)) == k * n:  # all of one length
-            return _join(cols[0]), cols[1], cols[2] if k == 3 else None
+    elif t is DirEntry or t is tuple:
+        types = set(map(type, batch))
+        k = 3 if types == _ENTRY_TYPES[0] else 0  # a DirEntry has three fields
+        if types == _ENTRY_TYPES[1]:
+            lengths = set(map(len, batch))
+            k = lengths.pop() if len(lengths) == 1 else 0
+        if k == 2 or k == 3:
+            return (_join(map(_NAME, batch)), list(map(_ATTR, batch)),
+                    list(map(_OFFSET, batch)) if k == 3 else None)
     norm = []
     for e in batch:
         if isinstance(e, str):
@@ -683,11 +691,12 @@ def _join(names: Any) -> bytes:
         raise BadReturn("readdir entry names must be str") from None
 
 
-def _pack_attrs(attrs: Any) -> Any:
-    """The packed attributes of a batch, or NULL when no entry has any."""
+def _pack_attrs(attrs: Any) -> tuple[Any, int]:
+    """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
+    packed attribute with stride 0 when all entries share one object."""
     a0 = attrs[0]
     if a0 is attrs[-1] and all(map(is_, attrs, repeat(a0))):  # one shared template, or all None
-        return ffi.NULL if a0 is None else pack_attr(a0) * len(attrs)
+        return (ffi.NULL, 0) if a0 is None else (pack_attr(a0), 0)
     memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
     out = []
     for a in attrs:
@@ -695,7 +704,7 @@ def _pack_attrs(attrs: Any) -> Any:
         if r is None:
             r = memo[id(a)] = NO_ATTR if a is None else pack_attr(a)
         out.append(r)
-    return b"".join(out)
+    return b"".join(out), _ATTR_SIZE
 
 
 _FILL_ERRORS = {
@@ -727,10 +736,10 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
                             "entries with offsets within one listing")
         d.mode = mode
     try:
-        attrs_c = ffi.NULL if attrs is None else _pack_attrs(attrs)
+        attrs_c, stride = (ffi.NULL, 0) if attrs is None else _pack_attrs(attrs)
     except Exception as e:
         raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
-    k = lib.pyfuse_fill(fill, blob, len(blob), n, offs_c, attrs_c, st.pos)
+    k = lib.pyfuse_fill(fill, blob, len(blob), n, offs_c, attrs_c, stride, st.pos)
     if k < 0:
         raise BadReturn(_FILL_ERRORS.get(-k, "readdir: invalid batch"))
     if k:
