@@ -641,7 +641,7 @@ class DirStream:
 
 
 _NAME, _ATTR, _OFFSET = itemgetter(0), itemgetter(1), itemgetter(2)
-_ENTRY_TYPES = ({DirEntry}, {tuple})
+_ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
 
 
 def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
@@ -660,8 +660,8 @@ def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
             pass  # not only names: normalise below
     elif t is DirEntry or t is tuple:
         types = set(map(type, batch))
-        k = 3 if types == _ENTRY_TYPES[0] else 0  # a DirEntry has three fields
-        if types == _ENTRY_TYPES[1]:
+        k = 3 if types == _ONLY_DIRENTRY else 0  # a DirEntry has three fields
+        if types == _ONLY_TUPLE:
             lengths = set(map(len, batch))
             k = lengths.pop() if len(lengths) == 1 else 0
         if k == 2 or k == 3:
