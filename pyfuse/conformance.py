@@ -5,8 +5,8 @@ stat fields that do not depend on the filesystem's layout (type and permission b
 gid, the size of files and symbolic links) and the times.
 
 Times are compared by when they were set, not by their values, which two filesystems cannot
-share: the machine pauses a little longer than the kernel's coarse clock tick between steps, and
-a time that falls into the run counts as "set by step k", any other time (one given to
+share: between steps the machine waits until the kernel's coarse clock has passed the moment it
+noted, and a time that falls into the run counts as "set by step k", any other time (one given to
 utimensat) as itself. Both sides must then agree, for atime, mtime and ctime of every path after
 every step, on which step last set each one (so also on their order: ``mtime <= ctime`` after a
 write, ctime alone after chmod, link or rename, the parent's times after a create). FUSE
@@ -84,21 +84,26 @@ def _kills_privs(mode: int) -> bool:
         stat.S_ISGID | stat.S_IXGRP)
 
 
+_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)  # Linux's clock id 5
+
+
 class StepClock:
     """Tells which step of a run set a time. ``mark()`` is called between steps: it notes the
-    time, then sleeps 1.5 coarse clock ticks, so that even a time stamped from the kernel's
-    coarse clock (which lags by up to a tick) in the next step falls after the mark, while every
-    time of the steps before falls before it."""
+    time, then waits until the kernel's coarse clock (from which tmpfs stamps times; it lags real
+    time by up to a tick) has passed it, so that every time stamped in the next step, coarse or
+    fine, falls after the mark, while every time of the steps before falls before it."""
 
     def __init__(self) -> None:
         self.start = time.time_ns() - 3600 * 10**9
         self.marks: list[int] = []
-        self.pause = 1.5 * time.clock_getres(getattr(time, "CLOCK_REALTIME_COARSE", 5))
+        self.nap = time.clock_getres(_COARSE) / 4
         self.mark()
 
     def mark(self) -> None:
-        self.marks.append(time.time_ns())
-        time.sleep(self.pause)
+        m = time.time_ns()
+        self.marks.append(m)
+        while time.clock_gettime_ns(_COARSE) <= m:
+            time.sleep(self.nap)
 
     def classify(self, ns: int) -> tuple[str, int]:
         """("step", k) for a time set during step k of this run (0: before the first step, or
