@@ -162,6 +162,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
             for r in self.roots:
                 os.mkdir(r)
             self.open: list[tuple[int, int, str]] = []
+            self.last = "the start"  # the last operation, for messages
 
         def both(self, fn: Callable[..., Any], *rel: str, extra: tuple[Any, ...] = ()
                  ) -> tuple[str, Any]:
@@ -169,8 +170,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
                        for r in self.roots]
             assert results[0] == results[1], \
                 f"{fn.__name__}{rel + extra}: reference {results[0]}, subject {results[1]}"
-            for p in rel:  # and the paths it touched look the same
-                self.same_lstat(p, fn.__name__)
+            self.last = fn.__name__  # the invariant compares the paths it touched
             return results[0]
 
         def same_lstat(self, path: str, after: str) -> None:
@@ -184,7 +184,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
             """After every step, every path (and the run's directory) looks the same, times
             included; then the step clock moves on."""
             for p in ["", *PATHS, *extra_paths]:
-                self.same_lstat(p, f"step {len(self.clock.marks)}")
+                self.same_lstat(p, f"{self.last} (step {len(self.clock.marks)})")
             self.clock.mark()
 
         def teardown(self) -> None:
@@ -210,7 +210,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
             assert results[0][0] == results[1][0] and (fds or results[0] == results[1]), \
                 f"open({path}, {flags:#o}, {mode:#o}): reference {results[0]}, " \
                 f"subject {results[1]}"
-            self.same_lstat(path, "open")
+            self.last = "open"
             return pair
 
         @rule(pair=fds, offset=offsets, payload=data)
@@ -225,7 +225,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
                 return
             a, b = (outcome(os.pwrite, fd, payload, offset) for fd in pair[:2])
             assert a == b, f"pwrite({offset}, {len(payload)} bytes): {a} vs {b}"
-            self.same_lstat(pair[2], "pwrite")  # size; setuid/setgid cleared or not
+            self.last = "pwrite"  # the invariant: size, times, setuid/setgid cleared or not
 
         @rule(pair=fds, offset=offsets, size=st.sampled_from([0, 1, 4096, 70_000, 1 << 20]))
         def read(self, pair: Any, offset: int, size: int) -> None:
@@ -233,6 +233,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
                 return
             a, b = (outcome(os.pread, fd, size, offset) for fd in pair[:2])
             assert a == b, f"pread({size}, {offset}): reference {a}, subject {b}"
+            self.last = "pread"
 
         @rule(pair=consumes(fds))
         def close(self, pair: Any) -> None:
@@ -241,6 +242,7 @@ def make_machine(ref_root: str, sub_root: str, extra_paths: Sequence[str] = (),
             self.open.remove(pair)
             os.close(pair[0])
             os.close(pair[1])
+            self.last = "close"
 
         @rule(path=paths, size=st.sampled_from([0, 1, 5000, 1 << 20]))
         def truncate(self, path: str, size: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import tempfile
 import threading
 from typing import Any, Callable, Iterator
 
@@ -155,3 +156,28 @@ def data_fs(request: Any, example: Any, tmp_path: Any) -> str:
         src.mkdir()
         example("passthrough", str(src), mountpoint=str(mnt))
     return str(mnt)
+
+
+@pytest.fixture
+def tmpfs() -> Iterator[Callable[[], str]]:
+    """tmpfs() -> a new, world-searchable directory on a tmpfs of the test's own, mounted
+    ``noatime`` (FUSE filesystems are not told of reads served from the page cache, so none
+    keeps access times as a local filesystem does; see pyfuse.conformance); unmounted at
+    teardown. The reference for the comparisons with tmpfs."""
+    top = tempfile.mkdtemp(prefix="pyfuse-tmpfs-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "noatime,size=512m,mode=0755", "tmpfs", top],
+                   check=True)
+    count = 0
+
+    def make() -> str:
+        nonlocal count
+        count += 1
+        d = os.path.join(top, f"d{count}")
+        os.mkdir(d, 0o755)
+        return d
+
+    try:
+        yield make
+    finally:
+        subprocess.run(["umount", "-l", top], check=False)
+        os.rmdir(top)

@@ -1,36 +1,12 @@
-"""The reference for the conformance tests: a tmpfs of their own, mounted ``noatime`` (FUSE
-filesystems do not see reads served from the page cache, so none keeps access times the way a
-local filesystem does; see pyfuse.conformance), unmounted at teardown."""
+"""The conformance tests' account fixture (their reference directories come from the ``tmpfs``
+fixture in tests/conftest.py)."""
 from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
-
-
-@pytest.fixture
-def tmpfs() -> Iterator[Callable[[], str]]:
-    """tmpfs() -> a new, world-searchable directory on a private noatime tmpfs."""
-    top = tempfile.mkdtemp(prefix="pyfuse-tmpfs-")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "noatime,size=512m,mode=0755", "tmpfs", top],
-                   check=True)
-    count = 0
-
-    def make() -> str:
-        nonlocal count
-        count += 1
-        d = os.path.join(top, f"d{count}")
-        os.mkdir(d, 0o755)
-        return d
-
-    try:
-        yield make
-    finally:
-        subprocess.run(["umount", "-l", top], check=False)
-        os.rmdir(top)
 
 
 class Account:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import tempfile
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -17,12 +15,10 @@ from pyfuse.conformance import outcome
 
 
 @pytest.fixture
-def pair(example: Any, mnt: str) -> Iterator[tuple[str, str]]:
+def pair(tmpfs: Any, example: Any, mnt: str) -> tuple[str, str]:
     """(a tmpfs directory, the memory example's mount)."""
     example("memory", mountpoint=mnt)
-    ref = tempfile.mkdtemp(prefix="pyfuse-ref-", dir="/dev/shm")
-    yield ref, mnt
-    shutil.rmtree(ref, ignore_errors=True)
+    return tmpfs(), mnt
 
 
 def same(pair: tuple[str, str], fn: Any, *names: str) -> tuple[str, Any]:
