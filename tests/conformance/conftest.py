@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
@@ -17,10 +18,23 @@ class Account:
         self.name, self.uid, self.gid, self.extra_gid = name, uid, gid, extra_gid
 
     def become(self) -> None:
-        """In a child process: drop root for good, to this account and its groups."""
+        """In a child process: become this account, with its groups and no capabilities.
+        Root stays the saved set-user-ID (as in a set-user-ID program), so that ``as_root``
+        can return to it for a moment."""
         os.initgroups(self.name, self.gid)
-        os.setresgid(self.gid, self.gid, self.gid)
-        os.setresuid(self.uid, self.uid, self.uid)
+        os.setresgid(self.gid, self.gid, 0)
+        os.setresuid(self.uid, self.uid, 0)
+
+    @contextmanager
+    def as_root(self) -> Iterator[None]:
+        """After ``become``: effective user and group root (capabilities back) for a block."""
+        os.setresuid(-1, 0, -1)
+        os.setresgid(-1, 0, -1)
+        try:
+            yield
+        finally:
+            os.setresgid(-1, self.gid, -1)
+            os.setresuid(-1, self.uid, -1)
 
 
 def _run(*cmd: str) -> None:
