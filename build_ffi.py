@@ -70,7 +70,8 @@ ldextra = os.environ.get("PYFUSE_LDFLAGS", "").split()
 ffibuilder.set_source(
     "pyfuse._pyfuse_c",
     '#include "pyfuse.h"',
-    sources=[os.path.join("csrc", n) for n in ("ops.c", "readdir.c", "data.c", "session.c")],
+    sources=[os.path.join("csrc", n)
+             for n in ("ops.c", "readdir.c", "data.c", "session.c", "loop.c")],
     include_dirs=[CSRC, *include_dirs],
     library_dirs=library_dirs,
     libraries=libraries,

@@ -66,4 +66,7 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
                         struct fuse_file_info *fi);
 
+/* loop.c: the default (multi-threaded) loop; 0 or -errno. max_threads 0: libfuse's default. */
+int pyfuse_loop_workers(struct fuse *f, unsigned max_threads);
+
 #endif

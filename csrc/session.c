@@ -1,5 +1,5 @@
-/* Session life cycle: fuse_new, mount, the (multi-threaded) loop with signal handling, unmount,
- * destroy; plus the request context and the routing of libfuse's log messages to Python. All of
+/* Session life cycle: fuse_new, mount, the loop (loop.c's, or libfuse's) with signal handling,
+ * unmount, destroy; plus the request context and the routing of libfuse's log messages to Python. All of
  * these are called from Python with the GIL released (cffi API mode). */
 #include "pyfuse.h"
 
@@ -106,7 +106,9 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
         if (res != 0)
             return res;
     }
-    if (threads) {
+    if (threads && !clone_fd) {
+        res = pyfuse_loop_workers(s->fuse, max_threads > 0 ? (unsigned)max_threads : 0);
+    } else if (threads) { /* a /dev/fuse clone per worker: libfuse's loop */
 #if FUSE_USE_VERSION >= 312
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
 

@@ -276,11 +276,15 @@ def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
     ``umount``) or, when called from the main thread, SIGINT/SIGTERM/SIGHUP arrives; then
     unmount and return.
 
-    Keyword arguments: ``threads=True`` (libfuse's multi-threaded loop; False for one thread),
+    Keyword arguments: ``threads=True`` (the multi-threaded loop: requests that finish quickly
+    stay on one worker thread, and when a handler has run a millisecond or two without
+    finishing, another worker takes over, up to ``max_threads``, default 10; False for one
+    thread),
     ``debug`` (libfuse's request trace, logged on the ``pyfuse`` logger at DEBUG), ``ro``,
     ``allow_other``, ``default_permissions``, ``fsname``, ``subtype``, ``options`` (a dict of
     further ``-o`` mount options; True for a flag), ``config`` (a :class:`Config`),
-    ``max_threads``, ``clone_fd``, ``signals`` (default: only in the main thread).
+    ``max_threads``, ``clone_fd`` (a ``/dev/fuse`` descriptor per worker, on libfuse's own
+    multi-threaded loop), ``signals`` (default: only in the main thread).
     """
     s = Session(ops, mountpoint, **kwargs)
     s.mount()
