@@ -12,8 +12,8 @@ import logging
 import sys
 import time
 from array import array
-from itertools import islice, repeat
-from operator import is_, itemgetter
+from itertools import islice
+from operator import itemgetter
 from typing import Any, Optional
 
 from ._pyfuse_c import ffi, lib
@@ -681,7 +681,7 @@ def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
             raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
                             f"tuples, not {type(e).__name__}")
     names, attrs, offs = zip(*norm)
-    return _join(names), attrs, offs
+    return _join(names), list(attrs), offs
 
 
 def _join(names: Any) -> bytes:
@@ -693,9 +693,11 @@ def _join(names: Any) -> bytes:
 
 def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
-    packed attribute with stride 0 when all entries share one object."""
+    packed attribute with stride 0 when all entries share one object (or equal ones)."""
     a0 = attrs[0]
-    if a0 is attrs[-1] and all(map(is_, attrs, repeat(a0))):  # one shared template, or all None
+    # One shared template (or equal ones), or all None. List equality tests identity first, in
+    # C, and stops at the first difference (one Attr.__eq__ call at most).
+    if a0 is attrs[-1] and attrs == [a0] * len(attrs):
         return (ffi.NULL, 0) if a0 is None else (pack_attr(a0), 0)
     memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
     out = []
