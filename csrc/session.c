@@ -1,6 +1,6 @@
 /* Session life cycle: fuse_new, mount, the loop (loop.c's, or libfuse's) with signal handling,
- * unmount, destroy; plus the request context and the routing of libfuse's log messages to Python. All of
- * these are called from Python with the GIL released (cffi API mode). */
+ * unmount, destroy; plus the request context and the routing of libfuse's log messages to
+ * Python. All of these are called from Python with the GIL released (cffi API mode). */
 #include "pyfuse.h"
 
 #include <errno.h>
