@@ -76,7 +76,7 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
  * 255 bytes, none with '/', no name twice (within the batch: a table on the stack, so memory
  * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
  * name too many. */
-#define DUP_SLOTS 512 /* a power of two, at least twice the largest batch checked */
+#define DUP_SLOTS 1024 /* a power of two, at least twice the largest batch checked */
 
 static int check_names(const char *names, size_t names_len, int n)
 {

@@ -13,7 +13,6 @@ import sys
 import time
 from array import array
 from itertools import islice
-from operator import itemgetter
 from typing import Any, Optional
 
 from ._pyfuse_c import ffi, lib
@@ -42,7 +41,7 @@ _EIO = -errno.EIO
 
 #: Entries pulled from a readdir iterator per batch handed to C. Bounded memory per request;
 #: the C filler stops at the kernel's buffer size and the rest is kept for the next request.
-READDIR_BATCH = 256
+READDIR_BATCH = 512
 
 
 def _onerror(exception: Any, exc_value: Any, traceback: Any) -> Optional[int]:
@@ -619,13 +618,21 @@ def pyfuse_cb_releasedir(h, path, d):
 
 
 class DirStream:
-    """A listing in progress, kept between READDIR requests of one open directory."""
+    """A listing in progress, kept between READDIR requests of one open directory.
 
-    __slots__ = ("it", "pending", "next_off", "pos", "error")
+    Entries come from the filesystem's list or tuple ``buf`` (sliced a batch at a time from
+    ``idx``, never copied whole) or from its iterator ``it`` (``None`` once exhausted, or for a
+    list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
+    """
 
-    def __init__(self, it: Any) -> None:
+    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error")
+
+    def __init__(self, it: Any, buf: Any = ()) -> None:
         self.it = it
-        self.pending: list[Any] = []
+        self.buf = buf
+        self.idx = 0
+        self.left: Optional[_Batch] = None
+        self.cap = 0           # entries the last full kernel buffer took: the next one's size
         self.next_off = 0      # the request offset that continues this stream
         self.pos = 0           # positional mode: entries handed to the kernel so far
         self.error = 0         # errno raised after some entries, reported on the next request
@@ -633,6 +640,8 @@ class DirStream:
     def close(self) -> None:
         close = getattr(self.it, "close", None)
         self.it = None
+        self.buf = ()
+        self.left = None
         if close is not None:
             try:
                 close()  # runs a generator's finally: blocks
@@ -640,12 +649,31 @@ class DirStream:
                 log.exception("closing a readdir iterator raised")
 
 
-_NAME, _ATTR, _OFFSET = itemgetter(0), itemgetter(1), itemgetter(2)
+class _Batch:
+    """Entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding), packed
+    attributes with their stride (0: one shared), offsets (``None``: positional)."""
+
+    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c")
+
+    def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
+                 offs_c: Any) -> None:
+        self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
+        self.offs, self.offs_c = offs, offs_c
+
+    def rest(self, k: int) -> _Batch:
+        """The entries from k on, still packed (the names are joined again: C speed)."""
+        names = self.names[k:]
+        return _Batch(names, "\0".join(names).encode(_ENC, "surrogateescape"),
+                      self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
+                      None if self.offs is None else self.offs[k:],
+                      self.offs_c if self.offs is None else self.offs_c[k * 8:])
+
+
 _ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
 
 
-def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
-    """(encoded NUL-separated names, attrs, offsets) of a batch of entries.
+def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any]:
+    """(names, their NUL-separated encoding, attrs, offsets) of a batch of entries.
 
     The common batches (all names, or all DirEntry objects, or all (name, attr[, offset])
     tuples of one length) are split at C speed: one pass for the types, one per column; names
@@ -655,18 +683,20 @@ def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
     t = type(batch[0])
     if t is str:
         try:
-            return "\0".join(batch).encode(_ENC, "surrogateescape"), None, None
+            return batch, "\0".join(batch).encode(_ENC, "surrogateescape"), None, None
         except TypeError:
             pass  # not only names: normalise below
     elif t is DirEntry or t is tuple:
         types = set(map(type, batch))
-        k = 3 if types == _ONLY_DIRENTRY else 0  # a DirEntry has three fields
-        if types == _ONLY_TUPLE:
-            lengths = set(map(len, batch))
-            k = lengths.pop() if len(lengths) == 1 else 0
-        if k == 2 or k == 3:
-            return (_join(map(_NAME, batch)), list(map(_ATTR, batch)),
-                    list(map(_OFFSET, batch)) if k == 3 else None)
+        if types == _ONLY_DIRENTRY or types == _ONLY_TUPLE:
+            try:  # one pass transposes the batch into its columns
+                cols = tuple(zip(*batch, strict=True))
+            except ValueError:
+                cols = ()  # tuples of different lengths
+            if len(cols) == 3:
+                return cols[0], _join(cols[0]), cols[1], cols[2]
+            if len(cols) == 2:
+                return cols[0], _join(cols[0]), cols[1], None
     norm = []
     for e in batch:
         if isinstance(e, str):
@@ -681,7 +711,7 @@ def _split(batch: list[Any]) -> tuple[bytes, Any, Any]:
             raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
                             f"tuples, not {type(e).__name__}")
     names, attrs, offs = zip(*norm)
-    return _join(names), list(attrs), offs
+    return names, _join(names), attrs, offs
 
 
 def _join(names: Any) -> bytes:
@@ -697,7 +727,7 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     a0 = attrs[0]
     # One shared template (or equal ones), or all None. List equality tests identity first, in
     # C, and stops at the first difference (one Attr.__eq__ call at most).
-    if a0 is attrs[-1] and attrs == [a0] * len(attrs):
+    if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
         return (ffi.NULL, 0) if a0 is None else (pack_attr(a0), 0)
     memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
     out = []
@@ -717,12 +747,11 @@ _FILL_ERRORS = {
 }
 
 
-def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
-    """Hand one batch to C; returns how many entries the kernel buffer took."""
-    blob, attrs, offs = _split(batch)
-    n = len(batch)
+def _pack(d: Any, batch: list[Any]) -> _Batch:
+    """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
+    names, blob, attrs, offs = _split(batch)
     if offs is None or not any(offs):
-        offs_c = ffi.NULL
+        offs = offs_c = ffi.NULL
         mode = 1
     elif 0 in offs:
         raise BadReturn("readdir mixed entries with offset 0 and entries with offsets; "
@@ -741,12 +770,21 @@ def _fill_batch(fill: Any, d: Any, st: DirStream, batch: list[Any]) -> int:
         attrs_c, stride = (ffi.NULL, 0) if attrs is None else _pack_attrs(attrs)
     except Exception as e:
         raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
-    k = lib.pyfuse_fill(fill, blob, len(blob), n, offs_c, attrs_c, stride, st.pos)
+    return _Batch(names, blob, attrs_c, stride, None if mode == 1 else offs, offs_c)
+
+
+def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
+    """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
+    any, is kept packed in ``st.left`` for the next request."""
+    n = len(b.names)
+    k = lib.pyfuse_fill(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, st.pos)
     if k < 0:
         raise BadReturn(_FILL_ERRORS.get(-k, "readdir: invalid batch"))
     if k:
         st.pos += k
-        st.next_off = st.pos if mode == 1 else offs[k - 1]
+        st.next_off = st.pos if b.offs is None else b.offs[k - 1]
+    if k < n:
+        st.left = b.rest(k)
     return k
 
 
@@ -760,36 +798,50 @@ def pyfuse_cb_readdir(h, path, off, d, fill, plus):
     if st is not None and st.next_off != off:
         st.close()  # a seek (rewinddir/seekdir): start over
         st = None
-    if st is not None and st.error:
-        st.close()
+    if st is not None and st.error and st.left is None:
+        st.close()  # everything before the error has been handed out: now report it
         return -st.error
     sent = 0
     try:
         if st is None:
             positional = d.mode != 2
-            it = iter(s.op_readdir(_path(path), 0 if positional else off, d.fh, bool(plus)))
-            st = DirStream(it)
+            r = s.op_readdir(_path(path), 0 if positional else off, d.fh, bool(plus))
+            # A list or tuple is served by slicing it: no iterator to step through entry by entry
+            st = DirStream(None, r) if type(r) is list or type(r) is tuple else DirStream(iter(r))
             if off and positional:  # resume a positional listing after a restart
-                skipped = sum(1 for _ in islice(it, off))
+                if st.it is None:
+                    st.idx = skipped = min(off, len(r))
+                else:
+                    skipped = sum(1 for _ in islice(st.it, off))
                 st.pos = st.next_off = skipped
         while True:
-            batch = st.pending
-            st.pending = []
+            b, st.left = st.left, None
             err = None
-            if len(batch) < READDIR_BATCH and st.it is not None:
-                try:
-                    batch.extend(islice(st.it, READDIR_BATCH - len(batch)))
-                except Exception as e:
-                    err = e
-                    st.it = None
+            if b is None:
+                # Pull no more than the kernel buffer is likely to take (as many entries as the
+                # last full one), then probe with one entry: a batch packed in vain costs as
+                # much as one handed out.
+                room = st.cap - sent
+                size = min(READDIR_BATCH, room) or 1 if room >= 0 and st.cap else READDIR_BATCH
+                if st.it is None:
+                    batch = st.buf[st.idx:st.idx + size]
+                    st.idx += len(batch)
                 else:
-                    if len(batch) < READDIR_BATCH:
-                        st.it = None  # exhausted
-            if batch:
-                k = _fill_batch(fill, d, st, batch)
-                sent += k
-                if k < len(batch):
-                    st.pending = batch[k:]
+                    batch = []
+                    try:  # on an exception, what the iterator yielded before it stays in batch
+                        batch.extend(islice(st.it, size))
+                    except Exception as e:
+                        err = e
+                        st.it = None
+                    else:
+                        if len(batch) < size:
+                            st.it = None  # exhausted
+                if batch:
+                    b = _pack(d, batch)
+            if b is not None:
+                sent += _fill(fill, st, b)
+                if st.left is not None:  # the kernel buffer is full
+                    st.cap = sent
                     if err is not None:
                         st.error = s.errno_of(err, "readdir")
                     break
@@ -798,7 +850,9 @@ def pyfuse_cb_readdir(h, path, off, d, fill, plus):
                     raise err
                 st.error = s.errno_of(err, "readdir")
                 break
-            if st.it is None and not st.pending:
+            if b is None:  # nothing left
+                if st.error:
+                    break  # the rest went out: the error surfaces on the next request
                 d.eof_off = st.pos if d.mode != 2 else st.next_off
                 st.close()
                 return 0

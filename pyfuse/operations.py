@@ -229,8 +229,11 @@ class Operations:
                 ) -> Iterable[Union[str, DirEntry, tuple[Any, ...]]]:
         """The entries of directory ``path``: names (``str``), :class:`DirEntry` objects, or
         plain ``(name, attr)`` / ``(name, attr, offset)`` tuples (the same fields as DirEntry,
-        about ten times cheaper to build), from any iterable (a generator is natural).
-        Include ``"."`` and ``".."`` if you want them listed (as ``ls -a`` and POSIX expect).
+        about ten times cheaper to build), from any iterable (a generator is natural). A list or
+        tuple is sliced rather than iterated, so a listing built once and returned again is
+        cheapest to serve; pyfuse may read it across several requests, so do not change it in
+        place while it may still be listed (build a new one instead). Include ``"."`` and
+        ``".."`` if you want them listed (as ``ls -a`` and POSIX expect).
 
         Two modes (see docs/readdir.md). Either every entry has offset 0 and the listing starts
         from the beginning on each call (``offset`` is then always 0: pyfuse numbers the entries,

@@ -22,9 +22,10 @@ FILE = stat.S_IFREG | 0o644
 class Listing(pyfuse.Operations):
     """/d holds ``n`` files named f0000000...; ``mode`` picks how readdir yields them."""
 
-    def __init__(self, n, mode="names", fail_after=None, name_len=8):
+    def __init__(self, n, mode="names", fail_after=None, name_len=8, as_list=False):
         self.n = n
         self.mode = mode
+        self.as_list = as_list  # readdir returns a list (sliced by pyfuse) instead of a generator
         self.fail_after = fail_after
         self.name_len = name_len
         self.getattr_calls = 0
@@ -44,6 +45,9 @@ class Listing(pyfuse.Operations):
 
     def readdir(self, path, offset, fh, plus):
         self.readdir_calls.append((offset, plus))
+        return list(self.entries(offset)) if self.as_list else self.entries(offset)
+
+    def entries(self, offset):
         try:
             start = offset if self.mode in ("offsets", "tuples3") else 0
             for i in range(start, self.n):
@@ -69,11 +73,23 @@ def names(n, length=8):
     return [f"f{i:0{length - 1}d}" for i in range(n)]
 
 
+@pytest.mark.parametrize("as_list", [False, True], ids=["generator", "list"])
 @pytest.mark.parametrize("n", [0, 1, 2, 127, 128, 1000, 5000])
 @pytest.mark.parametrize("mode", ["names", "attrs", "offsets", "tuples", "tuples3"])
-def test_sizes_and_modes(mount_ops, mnt, n, mode):
-    mount_ops(Listing(n, mode))
+def test_sizes_and_modes(mount_ops, mnt, n, mode, as_list):
+    mount_ops(Listing(n, mode, as_list=as_list))
     assert sorted(os.listdir(os.path.join(mnt, "d"))) == names(n)
+
+
+def test_list_is_sliced_not_copied(mount_ops, mnt):
+    """A returned list is served by slicing it a batch at a time, and each entry goes out once
+    across the requests; scandir sees readdirplus attributes from it."""
+    ops = Listing(5000, "attrs", as_list=True)
+    mount_ops(ops)
+    with os.scandir(os.path.join(mnt, "d")) as it:
+        sizes = [(e.name, e.stat(follow_symlinks=False).st_size) for e in it]
+    assert sizes == [(n, i) for i, n in enumerate(names(5000))]
+    assert len(ops.readdir_calls) == 1
 
 
 def test_hundred_thousand_entries(mount_ops, mnt):
@@ -151,8 +167,12 @@ def test_error_before_first_entry(mount_ops, mnt):
     assert ei.value.errno == errno.EIO
 
 
-def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt):
-    ops = Listing(5000, "names", fail_after=3000)
+# 3000: the error comes between requests; the others: while the batch that holds the last entries
+# before it is still being handed to the kernel (8-byte names: 1,024 fit one 32 KiB buffer, 128
+# one 4 KiB buffer), so some of them wait for the next request.
+@pytest.mark.parametrize("fail_after", [3000, 1100, 1024 + 128 + 100, 4 * 256 + 200])
+def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt, fail_after):
+    ops = Listing(5000, "names", fail_after=fail_after)
     mount_ops(ops)
     seen = []
     with pytest.raises(OSError) as ei:
@@ -160,7 +180,7 @@ def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt):
             for e in it:
                 seen.append(e.name)
     assert ei.value.errno == errno.EBADMSG
-    assert seen == names(3000)
+    assert seen == names(fail_after)  # every entry before the error, none lost
 
 
 @pytest.mark.expect_errors
@@ -225,9 +245,10 @@ def _read(libc, d, k):
     return out
 
 
+@pytest.mark.parametrize("as_list", [False, True], ids=["generator", "list"])
 @pytest.mark.parametrize("mode", ["names", "offsets"])
-def test_telldir_seekdir_rewinddir(mount_ops, mnt, mode):
-    mount_ops(Listing(3000, mode))
+def test_telldir_seekdir_rewinddir(mount_ops, mnt, mode, as_list):
+    mount_ops(Listing(3000, mode, as_list=as_list))
     libc = _libc()
     d = libc.opendir(os.path.join(mnt, "d").encode())
     assert d
@@ -325,8 +346,21 @@ def test_memory_bounded_by_batch(mount_ops, mnt):
 
 @pytest.mark.rss
 @pytest.mark.timeout(120)
-def test_repeated_listings_do_not_grow(mount_ops, mnt):
-    ops = Listing(65536, "attrs")
+class Prepared(Listing):
+    """readdir returns one list built at start-up (what a filesystem serving a listing again and
+    again would do)."""
+
+    def __init__(self, n, mode):
+        super().__init__(n, mode)
+        self.prepared = list(self.entries(0))
+
+    def readdir(self, path, offset, fh, plus):
+        return self.prepared
+
+
+@pytest.mark.parametrize("kind", [Listing, Prepared], ids=["generator", "prepared list"])
+def test_repeated_listings_do_not_grow(mount_ops, mnt, kind):
+    ops = kind(65536, "attrs")
     mount_ops(ops)
     d = os.path.join(mnt, "d")
     for _ in range(3):

@@ -11,6 +11,7 @@ import pytest
 
 import pyfuse
 from pyfuse import Attr, DirEntry, FuseError
+from pyfuse._callbacks import READDIR_BATCH
 from pyfuse.conformance import outcome
 
 
@@ -131,6 +132,8 @@ def test_absurd_write_counts(mount_ops: Any, mnt: str, caplog: Any, name: str) -
 @pytest.mark.parametrize("listing, message", [
     (["a", "b", "a"], "same name twice"),
     ([DirEntry("a"), DirEntry("a", Attr(mode=0o100644))], "same name twice"),
+    # the first and the last entry of one full batch: the C check covers the whole batch
+    ([f"n{i}" for i in range(READDIR_BATCH - 1)] + ["n0"], "same name twice"),
     ([42], "must yield str"),
     ([None], "must yield str"),
     ([("a", Attr(mode=0o644))], "no valid file type"),
