@@ -39,8 +39,9 @@ _buffer = ffi.buffer
 _ATTR_SIZE = ATTR_STRUCT.size
 _EIO = -errno.EIO
 
-#: Entries pulled from a readdir iterator per batch handed to C. Bounded memory per request;
-#: the C filler stops at the kernel's buffer size and the rest is kept for the next request.
+#: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
+#: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
+#: stays packed for the next request.
 READDIR_BATCH = 512
 
 
@@ -676,7 +677,7 @@ def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any]:
     """(names, their NUL-separated encoding, attrs, offsets) of a batch of entries.
 
     The common batches (all names, or all DirEntry objects, or all (name, attr[, offset])
-    tuples of one length) are split at C speed: one pass for the types, one per column; names
+    tuples of one length) are split at C speed: one pass for the types, one ``zip``; names
     that are not str, attrs that do not pack and offsets that are not integers are caught later
     by the join, the packing and the array.
     """
@@ -725,7 +726,7 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
     packed attribute with stride 0 when all entries share one object (or equal ones)."""
     a0 = attrs[0]
-    # One shared template (or equal ones), or all None. List equality tests identity first, in
+    # One shared template (or equal ones), or all None. Tuple equality tests identity first, in
     # C, and stops at the first difference (one Attr.__eq__ call at most).
     if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
         return (ffi.NULL, 0) if a0 is None else (pack_attr(a0), 0)
@@ -822,7 +823,7 @@ def pyfuse_cb_readdir(h, path, off, d, fill, plus):
                 # last full one), then probe with one entry: a batch packed in vain costs as
                 # much as one handed out.
                 room = st.cap - sent
-                size = min(READDIR_BATCH, room) or 1 if room >= 0 and st.cap else READDIR_BATCH
+                size = (min(READDIR_BATCH, room) or 1) if room >= 0 and st.cap else READDIR_BATCH
                 if st.it is None:
                     batch = st.buf[st.idx:st.idx + size]
                     st.idx += len(batch)
