@@ -245,7 +245,11 @@ class Session:
             self._teardown()
         if self.fatal is not None:
             raise self.fatal
-        if rc < 0:
+        if rc == -errno.ECONNABORTED:
+            # The kernel ended the connection while a request was being read from /dev/fuse
+            # (a lazy unmount's last close racing a worker's read): the end, like ENODEV.
+            log.debug("%s: connection ended during a read", self.mountpoint)
+        elif rc < 0:
             raise OSError(-rc, f"the FUSE loop failed: {os.strerror(-rc)}")
         if rc > 0:
             log.info("%s: signal %d received, unmounted", self.mountpoint, rc)
