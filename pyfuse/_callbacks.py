@@ -37,6 +37,7 @@ _string = ffi.string
 _memmove = ffi.memmove
 _buffer = ffi.buffer
 _ATTR_SIZE = ATTR_STRUCT.size
+_OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
 _EIO = -errno.EIO
 
 #: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
@@ -664,10 +665,10 @@ class _Batch:
     def rest(self, k: int) -> _Batch:
         """The entries from k on, still packed (the names are joined again: C speed)."""
         names = self.names[k:]
-        return _Batch(names, "\0".join(names).encode(_ENC, "surrogateescape"),
+        return _Batch(names, _join(names),
                       self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
                       None if self.offs is None else self.offs[k:],
-                      self.offs_c if self.offs is None else self.offs_c[k * 8:])
+                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:])
 
 
 _ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
