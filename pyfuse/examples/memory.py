@@ -15,7 +15,9 @@ for it by name, and so does a write by an unprivileged user to such a file when 
 (the kernel first clears the bit by name); ``chown(path, -1, -1)`` leaves ctime alone (libfuse
 calls no handler for it); and an unprivileged ``rename`` from one hard link of a file to another
 is checked by the kernel (``EPERM`` in a sticky directory) where tmpfs does nothing and succeeds,
-as the kernel sees a separate inode for every name.
+as the kernel sees a separate inode for every name; an unprivileged truncate of a setuid file to
+its own size stamps ctime (libfuse delivers the clearing of the bit as a chmod), where tmpfs
+does not.
 And files are not sparse: their data is held in RAM up to ``MAX_FILE_SIZE`` (half of the
 machine's memory, as tmpfs's default size); writing beyond it fails with ``EFBIG`` where tmpfs
 would make a hole.
