@@ -1,13 +1,14 @@
-"""Run the comparison: ``python -m bench [--suite tree,data] [--fast|--rigorous] [--impl a,b]
-[--workload W1,...]``.
+"""Run the comparison: ``python -m bench [--suite tree,data,floor] [--fast|--rigorous]
+[--impl a,b] [--workload W1,...]``.
 
 For each workload group: mount every implementation at once (the synthetic tree of
-bench/model.py for the tree suite; passthrough filesystems for the data suite), then run
-bench/workloads.py under pyperf in rounds, one worker process per implementation and workload
-per round, in rotating order, appending to each implementation's pyperf JSON; read the daemons'
-RSS; unmount. Interleaving makes the machine's drift hit every implementation alike. Results:
-bench/results/*.json, summary.json, data-summary.json, docs/benchmarks.md and its charts. A peer
-that does not install or mount is reported as such, never faked.
+bench/model.py for the tree and floor suites; passthrough filesystems for the data suite), then
+run bench/workloads.py under pyperf in rounds, one worker process per implementation and
+workload per round, in rotating order, appending to each implementation's pyperf JSON; read the
+daemons' RSS; unmount. Interleaving makes the machine's drift hit every implementation alike.
+Results: bench/results/*.json, summary.json, data-summary.json, floor-summary.json,
+docs/benchmarks.md and its charts. A peer that does not install or mount is reported as such,
+never faked.
 """
 from __future__ import annotations
 
@@ -57,6 +58,20 @@ SLOW = {"walk", "walkst"}
 # the prepared listing).
 TARGETS = {"W1": ("pyfuse", 1.10), "W5": ("pyfuse", 1.15), "W2": ("pyfuse", 1.20),
            "W3s": ("pyfuse", 1.15), "W3n": ("pyfuse-prepared", 1.5)}
+
+# The floor suite: the same tree with pyfuse's getattr and readdir callbacks cut down to what a
+# cffi callback costs by itself (pyfuse-cffi) and to the filesystem's own code with free
+# conversions (pyfuse-fs); see bench/floor.py. Only the workloads whose targets are per request.
+FLOOR_IMPLS: dict[str, list[str]] = {
+    "cref": [CREF],
+    "pyfuse": IMPLS["pyfuse"],
+    "pyfuse-fs": [PY, os.path.join(HERE, "floor.py"), "--fs"],
+    "pyfuse-cffi": [PY, os.path.join(HERE, "floor.py"), "--cffi"],
+}
+FLOOR_GROUPS: list[tuple[list[str], list[str]]] = [
+    (["W1", "W5"], ["--single", "--nocache"]),
+    (["W2st"], ["--single"]),
+]
 
 # The data suite (issue 4): passthrough filesystems over a source directory in /dev/shm, on
 # their default (multi-threaded) loop; the client uses O_DIRECT (bench/workloads.py). cref is
@@ -144,13 +159,16 @@ def run_interleaved(mounts: list[Mounted], workloads: list[str], rounds: int,
 
 
 def run_tree_group(impls: list[str], workloads: list[str], flags: list[str], rounds: int,
-                   pyperf_args: list[str], summary: dict[str, Any]) -> None:
-    """One group of the tree suite: every implementation mounted with the group's flags."""
+                   pyperf_args: list[str], summary: dict[str, Any],
+                   table: dict[str, list[str]] = IMPLS, prefix: str = "") -> None:
+    """One group of the tree (or floor) suite: every implementation of ``table`` mounted with the
+    group's flags; results in bench/results/PREFIXIMPL.json."""
     dirs = [tempfile.mkdtemp(prefix=f"bench-{impl}-") for impl in impls]
     try:
-        mounts = [Mounted(impl, IMPLS[impl] + [mnt] + flags, mnt, mnt,
-                          os.path.join(RESULTS, f"{impl}.json"),
-                          os.path.join(RESULTS, f"{impl}.log"), summary.setdefault(impl, {}))
+        mounts = [Mounted(impl, table[impl] + [mnt] + flags, mnt, mnt,
+                          os.path.join(RESULTS, f"{prefix}{impl}.json"),
+                          os.path.join(RESULTS, f"{prefix}{impl}.log"),
+                          summary.setdefault(impl, {}))
                   for impl, mnt in zip(impls, dirs)]
         run_interleaved(mounts, workloads, rounds, pyperf_args,
                         ("W3s", "walk", "W3sst", "walkst"))
@@ -202,14 +220,15 @@ def _cell(v: Any, entry: dict[str, Any], w: str, ratio: str) -> str:
     return (f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.2f} ms") + ratio
 
 
-def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
+def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any]) -> None:
     command = summary.get("_command", "python -m bench --suite tree")
     m = means()
     ref = m.get("cref", {})
     workloads = [w for ws, _ in GROUPS for w in ws]
     lines = ["# Benchmarks", "",
-             f"Made by `{command}` on {time.strftime('%Y-%m-%d')}; re-running it rewrites this "
-             "page, bench/results/ and the chart.", "",
+             f"Made by `{command}`, started {summary.get('_date', 'at an earlier date')}; "
+             "re-running it rewrites this page, bench/results/ and the charts (a run of one "
+             "suite keeps the others' sections).", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
              f"Python {platform.python_version()}; libfuse "
              + subprocess.run(["pkg-config", "--modversion", "fuse3"], capture_output=True,
@@ -266,6 +285,7 @@ def report(summary: dict[str, Any], data: dict[str, Any]) -> None:
               "Where the time goes, the targets and what is left: [performance.md]"
               "(performance.md).", ""]
     lines += report_data(data)
+    lines += report_floor(floor)
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
     chart(m, workloads, "benchmarks.png")
@@ -277,7 +297,8 @@ def report_data(data: dict[str, Any]) -> list[str]:
     ref = m.get("cref", {})
     impls = [i for i in DATA_IMPLS if i in m or i in data]
     lines = ["## Data path", "",
-             f"Made by `{data.get('_command', 'python -m bench --suite data')}`. "
+             f"Made by `{data.get('_command', 'python -m bench --suite data')}`, started "
+             f"{data.get('_date', 'at an earlier date')}. "
              "Passthrough filesystems over a source directory in /dev/shm (tmpfs), on their "
              "default multi-threaded loop; the client opens files with O_DIRECT and page-aligned "
              "buffers, so each read(2)/write(2) is requests of that size. cref is libfuse's "
@@ -313,6 +334,48 @@ def report_data(data: dict[str, Any]) -> list[str]:
               DATA_WORKLOADS, "benchmarks-data.png", "speed relative to passthrough.c "
               "(higher is better)", log=False)
     return lines
+
+
+def report_floor(floor: dict[str, Any]) -> list[str]:
+    """The floor section: where W1, W5 and W2's time goes (bench/floor.py)."""
+    m = means("floor-", FLOOR_IMPLS)
+    ref = m.get("cref", {})
+    impls = [i for i in FLOOR_IMPLS if i in m or i in floor]
+    if not impls:
+        return []
+    workloads = [w for ws, _ in FLOOR_GROUPS for w in ws]
+    lines = ["## The floor of the design", "",
+             f"Made by `{floor.get('_command', 'python -m bench --suite floor')}`, started "
+             f"{floor.get('_date', 'at an earlier date')}. The same "
+             "tree, measured the same way, with pyfuse's getattr and readdir callbacks cut down "
+             "(bench/floor.py): pyfuse-cffi copies constant answers into C without calling the "
+             "filesystem (what an `extern \"Python\"` callback costs by itself); pyfuse-fs "
+             "runs the filesystem's own getattr/readdir and then answers with the same "
+             "constants (what pyfuse would measure if its conversions cost nothing). So "
+             "pyfuse-cffi minus 1 is the crossing into Python, pyfuse-fs minus pyfuse-cffi the "
+             "filesystem's code with the session look-up and the path decoding, and pyfuse "
+             "minus pyfuse-fs pyfuse's own conversions. W1 and W5 single-threaded with caching "
+             "off, W2st single-threaded with default caching (the W2 target is set on the "
+             "default loop).", "",
+             "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
+             "|---" * (len(impls) + 2) + "|"]
+    for w in workloads:
+        cells = []
+        for impl in impls:
+            v = m.get(impl, {}).get(w)
+            ratio = f" ({v / ref[w]:.2f}x)" if v is not None and w in ref else ""
+            cells.append(_cell(v, floor.get(impl, {}), w, ratio))
+        limit = TARGETS[w.removesuffix("st")][1]
+        where = ""
+        if w in ref and all(w in m.get(i, {}) for i in ("pyfuse-cffi", "pyfuse-fs")):
+            if limit < m["pyfuse-cffi"][w] / ref[w]:
+                where = ": below pyfuse-cffi"
+            elif limit < m["pyfuse-fs"][w] / ref[w]:
+                where = ": below pyfuse-fs"
+            else:
+                where = ": above pyfuse-fs"
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | <= {limit:.2f}x{where} |")
+    return lines + [""]
 
 
 def chart(m: dict[str, dict[str, float]], workloads: list[str], name: str,
@@ -352,7 +415,8 @@ def _load(path: str, drop: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--suite", default="tree,data", help="tree (issue 3), data (issue 4)")
+    p.add_argument("--suite", default="tree,data,floor",
+                   help="tree (issue 3), data (issue 4), floor (bench/floor.py)")
     p.add_argument("--impl", default="", help="default: all of the suite's")
     p.add_argument("--workload", default="")
     p.add_argument("--fast", action="store_true", help="fewer rounds and values")
@@ -367,6 +431,7 @@ def main() -> None:
     rounds = ROUNDS[mode]
     pyperf_args = ["--values", "2"] if a.fast else []
     command = "python -m bench " + " ".join(sys.argv[1:])
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     summary_path = os.path.join(RESULTS, "summary.json")
     data_path = os.path.join(RESULTS, "data-summary.json")
     if "tree" in suites:
@@ -376,6 +441,7 @@ def main() -> None:
                 os.unlink(os.path.join(RESULTS, f"{impl}.json"))
         summary = _load(summary_path, impls)
         summary["_command"] = command
+        summary["_date"] = started
         for workloads, flags in GROUPS:
             ws = [w for w in workloads if not only or w in only]
             fast = [w for w in ws if w not in SLOW]
@@ -393,10 +459,27 @@ def main() -> None:
                 os.unlink(os.path.join(RESULTS, f"data-{impl}.json"))
         data = _load(data_path, impls)
         data["_command"] = command
+        data["_date"] = started
         run_data(impls, max(rounds // 2, 3), pyperf_args, data)
         with open(data_path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
-    report(_load(summary_path, []), _load(data_path, []))
+    floor_path = os.path.join(RESULTS, "floor-summary.json")
+    if "floor" in suites:
+        impls = [i for i in chosen or FLOOR_IMPLS if i in FLOOR_IMPLS]
+        for impl in impls:
+            if os.path.exists(os.path.join(RESULTS, f"floor-{impl}.json")):
+                os.unlink(os.path.join(RESULTS, f"floor-{impl}.json"))
+        floor = _load(floor_path, impls)
+        floor["_command"] = command
+        floor["_date"] = started
+        for workloads, flags in FLOOR_GROUPS:
+            ws = [w for w in workloads if not only or w in only]
+            if ws:
+                run_tree_group(impls, ws, flags, rounds, pyperf_args, floor, FLOOR_IMPLS,
+                               "floor-")
+        with open(floor_path, "w") as f:
+            json.dump(floor, f, indent=1, sort_keys=True)
+    report(_load(summary_path, []), _load(data_path, []), _load(floor_path, []))
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         print(f.read())
 

@@ -76,3 +76,34 @@ def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str) -
     assert len(expected) > 61_440
     assert expected["big"] == 65_536 and len(expected["small"]) == 8  # type: ignore[arg-type]
     assert got == expected
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["--cffi", "--fs"])
+def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str) -> None:
+    """bench/floor.py (the floor suite) answers what W1, W5 and W2 read as the tree does, really
+    replaces pyfuse's callbacks, and leaves every other listing to pyfuse's own readdir."""
+    from bench import model, workloads
+
+    mnt = str(tmp_path)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    argv = [sys.executable, os.path.join(ROOT, "bench", "floor.py"), mnt, mode, "--single",
+            "--nocache"]
+    with testing.mounted_process(argv, mnt, env=env):
+        for d in ("small", "w2/d000000", "w2/d654321"):
+            names = os.listdir(os.path.join(mnt, d))
+            assert names == [f"f{i:05d}" for i in range(8)]
+            for n in names:
+                st = os.lstat(os.path.join(mnt, d, n))
+                assert (st.st_mode, st.st_nlink, st.st_size) == (model.FILE, 1, 1)
+            assert os.lstat(os.path.join(mnt, d)).st_mode == model.DIR
+        missing = os.path.join(mnt, "small", "f99999")
+        if mode == "--cffi":  # the constant answer: pyfuse's own getattr would say ENOENT
+            assert os.lstat(missing).st_mode == model.FILE
+        else:  # the tree's getattr ran
+            with pytest.raises(FileNotFoundError):
+                os.lstat(missing)
+        assert sorted(os.listdir(mnt)) == sorted(model.TOP)
+        assert len(os.listdir(os.path.join(mnt, "big"))) == 65_536
+        for w in (workloads.w1, workloads.w2, workloads.w5):
+            w(mnt)
