@@ -368,12 +368,13 @@ def report_floor(floor: dict[str, Any]) -> list[str]:
         limit = TARGETS[w.removesuffix("st")][1]
         where = ""
         if w in ref and all(w in m.get(i, {}) for i in ("pyfuse-cffi", "pyfuse-fs")):
-            if limit < m["pyfuse-cffi"][w] / ref[w]:
-                where = ": below pyfuse-cffi"
-            elif limit < m["pyfuse-fs"][w] / ref[w]:
-                where = ": below pyfuse-fs"
+            cffi, fs = m["pyfuse-cffi"][w] / ref[w], m["pyfuse-fs"][w] / ref[w]
+            if limit < cffi:
+                where = f": below pyfuse-cffi ({cffi:.3f}x)"
+            elif limit < fs:
+                where = f": below pyfuse-fs ({fs:.3f}x)"
             else:
-                where = ": above pyfuse-fs"
+                where = f": above pyfuse-fs ({fs:.3f}x)"
         lines.append(f"| {w} | " + " | ".join(cells) + f" | <= {limit:.2f}x{where} |")
     return lines + [""]
 
