@@ -20,6 +20,7 @@ The constant listing is right for the directories that W1 and W2 list (/small an
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -46,7 +47,8 @@ def _constant_listing(path: bytes) -> bool:
 
 
 def _fill_constant(d, fill) -> int:
-    lib.pyfuse_fill(fill, NAMES, len(NAMES), 8, ffi.NULL, FILE, 0, 0)
+    if lib.pyfuse_fill(fill, NAMES, len(NAMES), 8, ffi.NULL, FILE, 0, 0) != 8:
+        return -errno.EIO  # the kernel buffer took fewer: cannot happen for 8 short names
     d.eof_off = 8  # C answers the next request (at offset 8) with the end of the listing
     return 0
 
