@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import stat
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from pyfuse import testing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CREF = os.path.join(ROOT, "bench", "build", "cref-test")
+FILE, DIR = stat.S_IFREG | 0o644, stat.S_IFDIR | 0o755  # bench/model.py's modes
 
 
 def snapshot(mnt: str) -> dict[str, object]:
@@ -83,8 +85,6 @@ def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str) -
 def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str) -> None:
     """bench/floor.py (the floor suite) answers what W1, W5 and W2 read as the tree does, really
     replaces pyfuse's callbacks, and leaves every other listing to pyfuse's own readdir."""
-    from bench import model  # not bench.workloads: pyperf is installed by `make bench` only
-
     mnt = str(tmp_path)
     env = dict(os.environ, PYTHONPATH=ROOT)
     argv = [sys.executable, os.path.join(ROOT, "bench", "floor.py"), mnt, mode, "--single",
@@ -95,13 +95,13 @@ def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str) -> 
             assert names == [f"f{i:05d}" for i in range(8)]
             for n in names:
                 st = os.lstat(os.path.join(mnt, d, n))
-                assert (st.st_mode, st.st_nlink, st.st_size) == (model.FILE, 1, 1)
-            assert os.lstat(os.path.join(mnt, d)).st_mode == model.DIR
+                assert (st.st_mode, st.st_nlink, st.st_size) == (FILE, 1, 1)
+            assert os.lstat(os.path.join(mnt, d)).st_mode == DIR
         missing = os.path.join(mnt, "small", "f99999")
         if mode == "--cffi":  # the constant answer: pyfuse's own getattr would say ENOENT
-            assert os.lstat(missing).st_mode == model.FILE
+            assert os.lstat(missing).st_mode == FILE
         else:  # the tree's getattr ran
             with pytest.raises(FileNotFoundError):
                 os.lstat(missing)
-        assert sorted(os.listdir(mnt)) == sorted(model.TOP)
+        assert sorted(os.listdir(mnt)) == sorted(["small", "big", "w2", "src"])
         assert len(os.listdir(os.path.join(mnt, "big"))) == 65_536
