@@ -220,6 +220,19 @@ def _cell(v: Any, entry: dict[str, Any], w: str, ratio: str) -> str:
     return (f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.2f} ms") + ratio
 
 
+def _cells(m: dict[str, dict[str, float]], ref: dict[str, float], impls: list[str], w: str,
+           entries: dict[str, Any], speed: bool = False) -> list[str]:
+    """One table row: each implementation's mean for workload w and, in brackets, its ratio to
+    cref (``speed``: cref's time / its time, higher is better)."""
+    cells = []
+    for impl in impls:
+        v = m.get(impl, {}).get(w)
+        ratio = "" if v is None or w not in ref else \
+            f" ({(ref[w] / v if speed else v / ref[w]):.2f}x)"
+        cells.append(_cell(v, entries.get(impl, {}), w, ratio))
+    return cells
+
+
 def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any]) -> None:
     command = summary.get("_command", "python -m bench --suite tree")
     m = means()
@@ -249,11 +262,7 @@ def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any])
     lines += ["| workload | " + " | ".join(impls) + " | target |",
               "|---" * (len(impls) + 2) + "|"]
     for w in workloads:
-        cells = []
-        for impl in impls:
-            v = m.get(impl, {}).get(w)
-            ratio = f" ({v / ref[w]:.2f}x)" if v is not None and w in ref else ""
-            cells.append(_cell(v, summary.get(impl, {}), w, ratio))
+        cells = _cells(m, ref, impls, w, summary)
         target = ""
         if w in TARGETS:
             who, limit = TARGETS[w]
@@ -314,11 +323,7 @@ def report_data(data: dict[str, Any]) -> list[str]:
              "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
              "|---" * (len(impls) + 2) + "|"]
     for w in DATA_WORKLOADS:
-        cells = []
-        for impl in impls:
-            v = m.get(impl, {}).get(w)
-            speed = f" ({ref[w] / v:.2f}x)" if v is not None and w in ref else ""
-            cells.append(_cell(v, data.get(impl, {}), w, speed))
+        cells = _cells(m, ref, impls, w, data, speed=True)
         v, limit = m.get("pyfuse", {}).get(w), DATA_TARGETS[w]
         met = "" if v is None or w not in ref else (" met" if ref[w] / v >= limit else " missed")
         lines.append(f"| {w} | " + " | ".join(cells) + f" | >= {limit:.2f}x{met} |")
@@ -360,11 +365,7 @@ def report_floor(floor: dict[str, Any]) -> list[str]:
              "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
              "|---" * (len(impls) + 2) + "|"]
     for w in workloads:
-        cells = []
-        for impl in impls:
-            v = m.get(impl, {}).get(w)
-            ratio = f" ({v / ref[w]:.2f}x)" if v is not None and w in ref else ""
-            cells.append(_cell(v, floor.get(impl, {}), w, ratio))
+        cells = _cells(m, ref, impls, w, floor)
         limit = TARGETS[w.removesuffix("st")][1]
         where = ""
         if w in ref and all(w in m.get(i, {}) for i in ("pyfuse-cffi", "pyfuse-fs")):
