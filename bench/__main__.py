@@ -436,14 +436,26 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     summary_path = os.path.join(RESULTS, "summary.json")
     data_path = os.path.join(RESULTS, "data-summary.json")
-    if "tree" in suites:
-        impls = [i for i in chosen or IMPLS if i in IMPLS]
+    floor_path = os.path.join(RESULTS, "floor-summary.json")
+
+    def start(table: dict[str, list[str]], prefix: str, path: str
+              ) -> tuple[list[str], dict[str, Any]]:
+        """A suite's implementations (the chosen ones, or all), with their old results removed,
+        and its summary (other implementations' entries kept)."""
+        impls = [i for i in chosen or table if i in table]
         for impl in impls:
-            if os.path.exists(os.path.join(RESULTS, f"{impl}.json")):
-                os.unlink(os.path.join(RESULTS, f"{impl}.json"))
-        summary = _load(summary_path, impls)
-        summary["_command"] = command
-        summary["_date"] = started
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(RESULTS, f"{prefix}{impl}.json"))
+        summary = _load(path, impls)
+        summary["_command"], summary["_date"] = command, started
+        return impls, summary
+
+    def save(path: str, summary: dict[str, Any]) -> None:
+        with open(path, "w") as f:
+            json.dump(summary, f, indent=1, sort_keys=True)
+
+    if "tree" in suites:
+        impls, summary = start(IMPLS, "", summary_path)
         for workloads, flags in GROUPS:
             ws = [w for w in workloads if not only or w in only]
             fast = [w for w in ws if w not in SLOW]
@@ -452,35 +464,19 @@ def main() -> None:
                 run_tree_group(impls, fast, flags, rounds, pyperf_args, summary)
             if slow:
                 run_tree_group(impls, slow, flags, max(rounds // 4, 2), pyperf_args, summary)
-        with open(summary_path, "w") as f:
-            json.dump(summary, f, indent=1, sort_keys=True)
+        save(summary_path, summary)
     if "data" in suites:
-        impls = [i for i in chosen or DATA_IMPLS if i in DATA_IMPLS]
-        for impl in impls:
-            if os.path.exists(os.path.join(RESULTS, f"data-{impl}.json")):
-                os.unlink(os.path.join(RESULTS, f"data-{impl}.json"))
-        data = _load(data_path, impls)
-        data["_command"] = command
-        data["_date"] = started
+        impls, data = start(DATA_IMPLS, "data-", data_path)
         run_data(impls, max(rounds // 2, 3), pyperf_args, data)
-        with open(data_path, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-    floor_path = os.path.join(RESULTS, "floor-summary.json")
+        save(data_path, data)
     if "floor" in suites:
-        impls = [i for i in chosen or FLOOR_IMPLS if i in FLOOR_IMPLS]
-        for impl in impls:
-            if os.path.exists(os.path.join(RESULTS, f"floor-{impl}.json")):
-                os.unlink(os.path.join(RESULTS, f"floor-{impl}.json"))
-        floor = _load(floor_path, impls)
-        floor["_command"] = command
-        floor["_date"] = started
+        impls, floor = start(FLOOR_IMPLS, "floor-", floor_path)
         for workloads, flags in FLOOR_GROUPS:
             ws = [w for w in workloads if not only or w in only]
             if ws:
                 run_tree_group(impls, ws, flags, rounds, pyperf_args, floor, FLOOR_IMPLS,
                                "floor-")
-        with open(floor_path, "w") as f:
-            json.dump(floor, f, indent=1, sort_keys=True)
+        save(floor_path, floor)
     report(_load(summary_path, []), _load(data_path, []), _load(floor_path, []))
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         print(f.read())
