@@ -220,6 +220,11 @@ def _cell(v: Any, entry: dict[str, Any], w: str, ratio: str) -> str:
     return (f"{v * 1e6:.1f} us" if v < 1e-3 else f"{v * 1e3:.2f} ms") + ratio
 
 
+def _header(impls: list[str], last: str) -> list[str]:
+    """A results table's header: workload, the implementations, then ``last``."""
+    return ["| workload | " + " | ".join(impls) + f" | {last} |", "|---" * (len(impls) + 2) + "|"]
+
+
 def _cells(m: dict[str, dict[str, float]], ref: dict[str, float], impls: list[str], w: str,
            entries: dict[str, Any], speed: bool = False) -> list[str]:
     """One table row: each implementation's mean for workload w and, in brackets, its ratio to
@@ -259,8 +264,7 @@ def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any])
              "decisions.",
              ""]
     impls = [i for i in IMPLS if i in m or i in summary]
-    lines += ["| workload | " + " | ".join(impls) + " | target |",
-              "|---" * (len(impls) + 2) + "|"]
+    lines += _header(impls, "target")
     for w in workloads:
         cells = _cells(m, ref, impls, w, summary)
         target = ""
@@ -320,8 +324,7 @@ def report_data(data: dict[str, Any]) -> list[str]:
              "4 KiB preads at random aligned offsets, rand4 the same from 4 threads (time per "
              "read). Each cell: mean time, and in brackets the speed relative to cref (cref "
              "time / time; higher is better).", "",
-             "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
-             "|---" * (len(impls) + 2) + "|"]
+             *_header(impls, "target (pyfuse)")]
     for w in DATA_WORKLOADS:
         cells = _cells(m, ref, impls, w, data, speed=True)
         v, limit = m.get("pyfuse", {}).get(w), DATA_TARGETS[w]
@@ -362,8 +365,7 @@ def report_floor(floor: dict[str, Any]) -> list[str]:
              "minus pyfuse-fs pyfuse's own conversions. W1 and W5 single-threaded with caching "
              "off, W2st single-threaded with default caching (the W2 target is set on the "
              "default loop).", "",
-             "| workload | " + " | ".join(impls) + " | target (pyfuse) |",
-             "|---" * (len(impls) + 2) + "|"]
+             *_header(impls, "target (pyfuse)")]
     for w in workloads:
         cells = _cells(m, ref, impls, w, floor)
         limit = TARGETS[w.removesuffix("st")][1]

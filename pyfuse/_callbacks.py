@@ -753,7 +753,7 @@ def _pack(d: Any, batch: list[Any]) -> _Batch:
     """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
     names, blob, attrs, offs = _split(batch)
     if offs is None or not any(offs):
-        offs = offs_c = ffi.NULL
+        offs_c = ffi.NULL
         mode = 1
     elif 0 in offs:
         raise BadReturn("readdir mixed entries with offset 0 and entries with offsets; "
