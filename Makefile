@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd
-SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py)
+SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
+           $(wildcard pyfuse/*/*.py)
 
-.PHONY: demo test test-sanitize test-valgrind stress deps lint bench clean
+.PHONY: demo test test-sanitize test-sdist test-valgrind stress deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
@@ -27,7 +28,7 @@ deps:
 $(VENV)/.installed: $(SOURCES)
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[test]'
+	$(VPY) -m pip install -q -e '.[dev]'
 	@touch $@
 
 demo: deps $(VENV)/.installed
@@ -63,10 +64,24 @@ test-sanitize: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan \
 	  PYTHONMALLOC=malloc PYFUSE_SANITIZE=1 \
 	  $(CURDIR)/$(SAN_VENV)/bin/python -m pytest $(CURDIR)/tests -p no:cacheprovider \
-	    -m "not nofuse" $(PYTEST_ARGS)
+	    -m "not nofuse and not dev" $(PYTEST_ARGS)
 	@if ls $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* >/dev/null 2>&1; then \
 	  echo "sanitizer reports:"; cat $(SAN_LOGS)/asan.* $(SAN_LOGS)/ubsan.* 2>/dev/null; exit 1; \
 	else echo "test-sanitize: no AddressSanitizer or UBSan report"; fi
+
+# The whole suite from the sdist alone, as a distributor runs it: python -m build, the sdist
+# installed with its test extra into a fresh venv, its tests run from the unpacked sdist (from
+# another directory, so the installed build is imported). `make test` runs a part of this
+# (tests/test_packaging.py); this runs all of it but the dev-tool tests.
+SDIST_DIR := $(CURDIR)/build/sdist
+test-sdist: deps $(VENV)/.installed
+	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)/src $(SDIST_DIR)/run
+	$(VPY) -m build --sdist -o $(SDIST_DIR) .
+	tar -xzf $(SDIST_DIR)/pyfuse-*.tar.gz -C $(SDIST_DIR)/src
+	$(PYTHON) -m venv $(SDIST_DIR)/venv
+	$(SDIST_DIR)/venv/bin/python -m pip install -q "$$(ls $(SDIST_DIR)/pyfuse-*.tar.gz)[test]"
+	cd $(SDIST_DIR)/run && $(SDIST_DIR)/venv/bin/python -m pytest -p no:cacheprovider \
+	  -m "not dev" $$(ls -d $(SDIST_DIR)/src/pyfuse-*/tests) $(PYTEST_ARGS)
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

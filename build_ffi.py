@@ -1,13 +1,17 @@
 """cffi builder for pyfuse._pyfuse_c (out-of-line API mode).
 
-Everything C lives in csrc/: the cdef Python sees (pyfuse_cdef.h), the C-to-Python entry points
-(callbacks_cdef.h, plain prototypes wrapped here in ``extern "Python+C"``) and the shim sources.
+Everything C lives in csrc/: the cdef Python sees (pyfuse_cdef.h), the operation numbers (the
+rows of optable.h, written into the cdef here as ``enum pyfuse_op``), the C-to-Python entry
+points (callbacks_cdef.h, plain prototypes wrapped here in ``extern "Python+C"``) and the shim
+sources (every csrc/*.c).
 Compiler and linker flags come from ``pkg-config fuse3``; if libfuse 3 is missing the build stops
 with one line naming the packages to install.
 """
 from __future__ import annotations
 
+import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,13 +57,23 @@ def _read(name: str) -> str:
         return f.read()
 
 
+def op_names() -> list[str]:
+    """The operations of csrc/optable.h in table order (PYFUSE_OP_<NAME> is the index)."""
+    return re.findall(r"^\s*X\((\w+),", _read("optable.h"), re.M)
+
+
+def op_enum_cdef() -> str:
+    """``enum pyfuse_op`` for the cdef, from the same rows pyfuse.h expands for C."""
+    return "enum pyfuse_op {\n" + "".join(f"    PYFUSE_OP_{n},\n" for n in op_names()) + \
+        "    PYFUSE_OP_COUNT\n};\n"
+
 
 version, include_dirs, cflags, library_dirs, libraries = _fuse_flags()
 major, minor = (int(x) for x in version.split(".")[:2])
 use_version = "312" if (major, minor) >= (3, 12) else "35"
 
 ffibuilder = FFI()
-ffibuilder.cdef(_read("pyfuse_cdef.h"))
+ffibuilder.cdef(op_enum_cdef() + _read("pyfuse_cdef.h"))
 ffibuilder.cdef('extern "Python+C" {\n' + _read("callbacks_cdef.h") + "\n}")
 
 extra = ["-Wall", "-Wextra", "-std=gnu11"]
@@ -70,8 +84,7 @@ ldextra = os.environ.get("PYFUSE_LDFLAGS", "").split()
 ffibuilder.set_source(
     "pyfuse._pyfuse_c",
     '#include "pyfuse.h"',
-    sources=[os.path.join("csrc", n)
-             for n in ("ops.c", "readdir.c", "data.c", "session.c", "loop.c")],
+    sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(CSRC, "*.c"))),
     include_dirs=[CSRC, *include_dirs],
     library_dirs=library_dirs,
     libraries=libraries,

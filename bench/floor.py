@@ -30,15 +30,16 @@ import pyfuse  # noqa: E402
 from bench import model  # noqa: E402
 from bench.tree import ATTRS, Tree  # noqa: E402
 from pyfuse import _callbacks  # noqa: E402
+from pyfuse._core.convert import ATTR_STRUCT, pack_attr  # noqa: E402
+from pyfuse._core.convert import path as _path  # noqa: E402
+from pyfuse._core.dispatch import onerror  # noqa: E402
 from pyfuse._pyfuse_c import ffi, lib  # noqa: E402
-from pyfuse.types import ATTR_STRUCT, pack_attr  # noqa: E402
 
 PACKED = {mode: pack_attr(a) for mode, a in ATTRS.items()}
 FILE, DIR = PACKED[model.FILE], PACKED[model.DIR]
 NAMES = "\0".join(f"f{i:05d}" for i in range(8)).encode()
 SIZE = ATTR_STRUCT.size
-_string, _memmove, _from_handle, _path = ffi.string, ffi.memmove, ffi.from_handle, \
-    _callbacks._path
+_string, _memmove, _from_handle = ffi.string, ffi.memmove, ffi.from_handle
 _real_readdir = _callbacks.pyfuse_cb_readdir
 
 
@@ -54,12 +55,12 @@ def _fill_constant(d, fill) -> int:
 
 
 def install_cffi() -> None:
-    @ffi.def_extern(name="pyfuse_cb_getattr", onerror=_callbacks._onerror)
+    @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_cffi(h, path, out, fh, has_fh):
         _memmove(out, FILE if b"/f" in _string(path) else DIR, SIZE)
         return 0
 
-    @ffi.def_extern(name="pyfuse_cb_readdir", onerror=_callbacks._onerror)
+    @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
     def readdir_cffi(h, path, off, d, fill, plus):
         if off == 0 and _constant_listing(_string(path)):
             return _fill_constant(d, fill)
@@ -67,19 +68,19 @@ def install_cffi() -> None:
 
 
 def install_fs() -> None:
-    @ffi.def_extern(name="pyfuse_cb_getattr", onerror=_callbacks._onerror)
+    @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_fs(h, path, out, fh, has_fh):
         try:
-            a = _from_handle(h).op_getattr(_path(path), fh if has_fh else None)
+            a = _from_handle(h)._op_getattr(_path(path), fh if has_fh else None)
         except OSError as e:  # the tree's ENOENT
             return -e.errno
         _memmove(out, PACKED[a.mode], SIZE)
         return 0
 
-    @ffi.def_extern(name="pyfuse_cb_readdir", onerror=_callbacks._onerror)
+    @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
     def readdir_fs(h, path, off, d, fill, plus):
         if off == 0 and _constant_listing(_string(path)):
-            list(_from_handle(h).op_readdir(_path(path), 0, d.fh, bool(plus)))
+            list(_from_handle(h)._op_readdir(_path(path), 0, d.fh, bool(plus)))
             return _fill_constant(d, fill)
         return _real_readdir(h, path, off, d, fill, plus)
 

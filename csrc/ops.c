@@ -356,53 +356,34 @@ static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_poll
     return res;
 }
 
+/* When a row of optable.h fills its member, for the mask m of overridden operations. */
+#define PYFUSE_DIR_OPMASK ((1ull << PYFUSE_OP_READDIR) | (1ull << PYFUSE_OP_OPENDIR) | \
+                           (1ull << PYFUSE_OP_RELEASEDIR) | (1ull << PYFUSE_OP_FSYNCDIR))
+#define WHEN_OWN(m, op) (((m) >> (op)) & 1u)
+#define WHEN_ALWAYS(m, op) 1
+#define WHEN_DIRS(m, op) (((m) & PYFUSE_DIR_OPMASK) != 0)
+
 void pyfuse_fill_ops(struct fuse_operations *o, uint64_t m)
 {
-#define SET(OP, field, fn) if ((m >> PYFUSE_OP_##OP) & 1u) o->field = fn
+#define REGISTER(NAME, member, trampoline, when) \
+    if (WHEN_##when(m, PYFUSE_OP_##NAME))        \
+        o->member = trampoline;
     memset(o, 0, sizeof *o);
-    o->init = op_init; /* always: it applies the Config */
-    SET(DESTROY, destroy, op_destroy);
-    SET(GETATTR, getattr, op_getattr);
-    SET(READLINK, readlink, op_readlink);
-    SET(MKNOD, mknod, op_mknod);
-    SET(MKDIR, mkdir, op_mkdir);
-    SET(UNLINK, unlink, op_unlink);
-    SET(RMDIR, rmdir, op_rmdir);
-    SET(SYMLINK, symlink, op_symlink);
-    SET(RENAME, rename, op_rename);
-    SET(LINK, link, op_link);
-    SET(CHMOD, chmod, op_chmod);
-    SET(CHOWN, chown, op_chown);
-    SET(TRUNCATE, truncate, op_truncate);
-    SET(OPEN, open, op_open);
-    /* always: an fd-backed open file (FileInfo(fd_backed=True)) reads and writes in C */
-    o->read_buf = pyfuse_op_read_buf;
-    o->write_buf = pyfuse_op_write_buf;
-    SET(STATFS, statfs, op_statfs);
-    SET(FLUSH, flush, op_flush);
-    SET(RELEASE, release, op_release);
-    SET(FSYNC, fsync, op_fsync);
-    SET(SETXATTR, setxattr, op_setxattr);
-    SET(GETXATTR, getxattr, op_getxattr);
-    SET(LISTXATTR, listxattr, op_listxattr);
-    SET(REMOVEXATTR, removexattr, op_removexattr);
-    SET(FSYNCDIR, fsyncdir, pyfuse_op_fsyncdir);
-    SET(ACCESS, access, op_access);
-    SET(CREATE, create, op_create);
-    SET(LOCK, lock, op_lock);
-    SET(UTIMENS, utimens, op_utimens);
-    SET(IOCTL, ioctl, op_ioctl);
-    SET(POLL, poll, op_poll);
-    SET(FLOCK, flock, op_flock);
-    SET(FALLOCATE, fallocate, op_fallocate);
-    SET(COPY_FILE_RANGE, copy_file_range, op_copy_file_range);
-    SET(LSEEK, lseek, op_lseek);
-    /* Directory handles carry the shim's stream state, so any directory op brings all three. */
-    if (m & ((1ull << PYFUSE_OP_READDIR) | (1ull << PYFUSE_OP_OPENDIR) |
-             (1ull << PYFUSE_OP_RELEASEDIR) | (1ull << PYFUSE_OP_FSYNCDIR))) {
-        o->opendir = pyfuse_op_opendir;
-        o->releasedir = pyfuse_op_releasedir;
+    PYFUSE_OPS(REGISTER)
+#undef REGISTER
+}
+
+int pyfuse_ops_filled(uint64_t opmask)
+{
+    struct fuse_operations o;
+    void (*fn)(void);
+    int n = 0;
+
+    pyfuse_fill_ops(&o, opmask);
+    /* struct fuse_operations holds only function pointers */
+    for (size_t at = 0; at + sizeof fn <= sizeof o; at += sizeof fn) {
+        memcpy(&fn, (const char *)&o + at, sizeof fn);
+        n += fn != NULL;
     }
-    SET(READDIR, readdir, pyfuse_op_readdir);
-#undef SET
+    return n;
 }

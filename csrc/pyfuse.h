@@ -7,6 +7,15 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "optable.h"
+
+/* The operation numbers, one per row of optable.h (build_ffi.py writes the same enum into the
+ * cdef): Python passes a mask of (1 << op) for the methods a subclass overrides. */
+#define PYFUSE_OP_ENUM(NAME, member, trampoline, when) PYFUSE_OP_##NAME,
+enum pyfuse_op { PYFUSE_OPS(PYFUSE_OP_ENUM) PYFUSE_OP_COUNT };
+#undef PYFUSE_OP_ENUM
+_Static_assert(PYFUSE_OP_COUNT <= 64, "the operation mask is a uint64_t");
+
 #include "pyfuse_cdef.h"
 #include "callbacks_cdef.h"
 
@@ -33,9 +42,6 @@ static inline struct pyfuse_session *pyfuse_current(void)
 {
     return (struct pyfuse_session *)fuse_get_context()->private_data;
 }
-
-/* pyfuse_cb_log(PYFUSE_LOG_SHIM + syslog level, msg): a message of the shim's own. */
-#define PYFUSE_LOG_SHIM 100
 
 /* The file types the kernel accepts (its fuse_valid_type). */
 static inline int pyfuse_valid_type(uint64_t mode)

@@ -1,18 +1,27 @@
 /* Everything Python sees of the shim. Parsed by cffi's cdef (no preprocessor logic here) and
  * included by the C sources through pyfuse.h, so both sides share one definition. */
 
-/* Operation numbers: Python passes a mask of (1 << op) for the methods a subclass overrides. */
-enum pyfuse_op {
-    PYFUSE_OP_GETATTR, PYFUSE_OP_READLINK, PYFUSE_OP_MKNOD, PYFUSE_OP_MKDIR, PYFUSE_OP_UNLINK,
-    PYFUSE_OP_RMDIR, PYFUSE_OP_SYMLINK, PYFUSE_OP_RENAME, PYFUSE_OP_LINK, PYFUSE_OP_CHMOD,
-    PYFUSE_OP_CHOWN, PYFUSE_OP_TRUNCATE, PYFUSE_OP_OPEN, PYFUSE_OP_READ, PYFUSE_OP_WRITE,
-    PYFUSE_OP_STATFS, PYFUSE_OP_FLUSH, PYFUSE_OP_RELEASE, PYFUSE_OP_FSYNC, PYFUSE_OP_SETXATTR,
-    PYFUSE_OP_GETXATTR, PYFUSE_OP_LISTXATTR, PYFUSE_OP_REMOVEXATTR, PYFUSE_OP_OPENDIR,
-    PYFUSE_OP_READDIR, PYFUSE_OP_RELEASEDIR, PYFUSE_OP_FSYNCDIR, PYFUSE_OP_INIT,
-    PYFUSE_OP_DESTROY, PYFUSE_OP_ACCESS, PYFUSE_OP_CREATE, PYFUSE_OP_LOCK, PYFUSE_OP_UTIMENS,
-    PYFUSE_OP_IOCTL, PYFUSE_OP_POLL, PYFUSE_OP_FLOCK, PYFUSE_OP_FALLOCATE,
-    PYFUSE_OP_COPY_FILE_RANGE, PYFUSE_OP_LSEEK, PYFUSE_OP_WRITE_FD,
-    PYFUSE_OP_COUNT
+/* enum pyfuse_op (PYFUSE_OP_GETATTR ... PYFUSE_OP_COUNT) comes from csrc/optable.h: pyfuse.h
+ * derives it for C and build_ffi.py adds it to the cdef. */
+
+/* Constants both sides must agree on (Python reads them through lib; readdir.c checks their
+ * relation at compile time). */
+enum {
+    /* Most entries Python packs into one batch for pyfuse_fill (the memory a listing holds). */
+    PYFUSE_READDIR_BATCH = 512,
+    /* Slots of pyfuse_fill's duplicate-name table (on the stack): a power of two, at least
+     * twice PYFUSE_READDIR_BATCH, or whole batches would go unchecked. */
+    PYFUSE_DUP_SLOTS = 1024,
+    /* pyfuse_cb_log(PYFUSE_LOG_SHIM + syslog level, msg): a message of the shim's own, not
+     * libfuse's. */
+    PYFUSE_LOG_SHIM = 100
+};
+
+/* How an open directory's listing is numbered (struct pyfuse_dir.mode). */
+enum pyfuse_dir_mode {
+    PYFUSE_DIR_UNKNOWN = 0,     /* no batch handed out yet */
+    PYFUSE_DIR_POSITIONAL = 1,  /* entries with offset 0: the shim numbers them base + i + 1 */
+    PYFUSE_DIR_OFFSETS = 2      /* entries carry the filesystem's own non-zero offsets */
 };
 
 /* Attributes as Python packs them: twelve 8-byte fields, struct format "=5Q2qQ4q".
@@ -69,13 +78,12 @@ struct pyfuse_dir {
     uint64_t fh;         /* the filesystem's own handle from opendir() */
     uint64_t key;        /* Python-side stream state (0: none kept) */
     int64_t eof_off;     /* offset at which the listing ended (> 0), or -1 */
-    int mode;            /* 0 unknown, 1 positional (shim numbers entries), 2 filesystem offsets */
+    int mode;            /* enum pyfuse_dir_mode */
 };
 
 /* One READDIR/READDIRPLUS request in progress: what the batch filler needs. Opaque to Python. */
 struct pyfuse_fill;
 
-/* Mount-time configuration copied into struct fuse_config by the init trampoline. */
 /* A read answered with, or a write directed to, a range of a file descriptor: fd < 0 means
  * "not used" (the data goes through memory); size: at most this many bytes (reads). */
 struct pyfuse_fdrange {
@@ -84,6 +92,7 @@ struct pyfuse_fdrange {
     int64_t size;
 };
 
+/* Mount-time configuration copied into struct fuse_config by the init trampoline. */
 struct pyfuse_config {
     double entry_timeout;
     double attr_timeout;
@@ -128,3 +137,7 @@ int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, i
                 const char *offs, const char *attrs, size_t attr_stride, int64_t base);
 
 void pyfuse_log_init(void);
+
+/* ops.c: how many members of struct fuse_operations the table has for this mask of operations
+ * (tests check optable.h's registration with it). */
+int pyfuse_ops_filled(uint64_t opmask);

@@ -76,7 +76,11 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
  * 255 bytes, none with '/', no name twice (within the batch: a table on the stack, so memory
  * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
  * name too many. */
-#define DUP_SLOTS 1024 /* a power of two, at least twice the largest batch checked */
+#define DUP_SLOTS PYFUSE_DUP_SLOTS
+_Static_assert((DUP_SLOTS & (DUP_SLOTS - 1)) == 0, "PYFUSE_DUP_SLOTS must be a power of two");
+_Static_assert(DUP_SLOTS >= 2 * PYFUSE_READDIR_BATCH,
+               "PYFUSE_DUP_SLOTS must be at least twice PYFUSE_READDIR_BATCH, or whole batches "
+               "go unchecked for duplicate names");
 
 static int check_names(const char *names, size_t names_len, int n)
 {

@@ -44,7 +44,7 @@ int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
 /* Signal handling for run() in the main thread. libfuse's fuse_set_signal_handlers() only takes
  * over signals whose handler is SIG_DFL, and Python owns SIGINT, so Ctrl-C would never reach it;
  * the shim installs its own handlers for the duration of the loop and restores the caller's after.
- * A signal handler can only find the session through a global: these two are the shim's only
+ * A signal handler can only find the session through a global: these three are the shim's only
  * mutable globals, set while one loop runs with signals (Python allows one: the main thread). */
 static struct fuse_session *volatile signal_session;
 static volatile sig_atomic_t signal_received;

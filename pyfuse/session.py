@@ -8,136 +8,42 @@ outlives the C instance, so callbacks never see a dead handle.
 from __future__ import annotations
 
 import errno
-import itertools
 import logging
 import os
-import shutil
-import subprocess
 import threading
 from types import TracebackType
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
+from ._core.convert import config_to_c
+from ._core.convert import path as _decode_path
+from ._core.readdir import Listings
 from ._pyfuse_c import ffi, lib
 from .errors import errno_for
+from .mounts import _abort_connection, _clean_stale, fuse_device, is_mounted, unmount
 from .operations import Operations, implemented
 from .types import Config, Context
 
-__all__ = ["Session", "run", "mount", "context", "unmount", "abort", "is_mounted"]
+__all__ = ["Session", "run", "mount", "context"]
 
 log = logging.getLogger("pyfuse")
 lib.pyfuse_log_init()
 
-_OPS = {name: getattr(lib, "PYFUSE_OP_" + name.upper())
-        for name in vars(Operations) if hasattr(lib, "PYFUSE_OP_" + name.upper())}
+#: Operation name -> its number: the rows of csrc/optable.h, read through lib.
+OPS: dict[str, int] = {name[len("PYFUSE_OP_"):].lower(): getattr(lib, name) for name in dir(lib)
+                       if name.startswith("PYFUSE_OP_") and name != "PYFUSE_OP_COUNT"}
 
 
 def _escape(v: str) -> str:
     return v.replace("\\", "\\\\").replace(",", "\\,")
 
 
-def _mountinfo() -> Iterator[tuple[str, str, str]]:
-    """(mount point, major:minor, fstype) of each mount of this process's namespace."""
-    with open("/proc/self/mountinfo", "rb") as f:
-        for line in f:
-            fields = line.split()
-            sep = fields.index(b"-")
-            mnt = fields[4].decode("unicode_escape").encode("latin-1")
-            yield (os.fsdecode(mnt), fields[2].decode(), fields[sep + 1].decode())
-
-
-def fuse_device(mountpoint: str) -> Optional[str]:
-    """The "major:minor" device of the FUSE mount at ``mountpoint`` (the kernel's id of its
-    connection), or None if no FUSE filesystem is mounted there. Of stacked mounts, the top
-    one (the one the path resolves to)."""
-    mnt = os.path.abspath(mountpoint)
-    found = None
-    for m, d, t in _mountinfo():
-        if m == mnt and t.startswith("fuse"):
-            found = d
-    return found
-
-
-def is_mounted(mountpoint: str) -> bool:
-    """True if a FUSE filesystem is mounted at ``mountpoint`` (read from /proc/self/mountinfo)."""
-    return fuse_device(mountpoint) is not None
-
-
-def unmount(mountpoint: str, lazy: bool = False) -> None:
-    """Unmount the FUSE filesystem at ``mountpoint``.
-
-    As root this is umount2(2); if the mount is busy (open files) it is detached and, when
-    /sys/fs/fuse/connections is available, its connection aborted so that the daemon's loop ends
-    at once. Otherwise ``fusermount3 -u`` (``-z`` when lazy or busy) is used."""
-    mnt = os.path.abspath(mountpoint)
-    if os.geteuid() == 0:
-        dev = fuse_device(mnt)
-        rc = lib.pyfuse_umount2(os.fsencode(mnt), lazy)
-        if rc == -errno.EBUSY:
-            rc = lib.pyfuse_umount2(os.fsencode(mnt), 1)
-            if rc == 0 and dev is not None:
-                _abort_connection(dev)
-        if rc != 0:
-            raise OSError(-rc, f"unmounting {mnt}: {os.strerror(-rc)}")
-        return
-    exe = shutil.which("fusermount3") or "fusermount3"
-    r = subprocess.run([exe, "-u", *(["-z"] if lazy else []), mnt], capture_output=True)
-    if r.returncode != 0 and not lazy:
-        r = subprocess.run([exe, "-u", "-z", mnt], capture_output=True)
-    if r.returncode != 0:
-        raise OSError(errno.EIO, f"fusermount3 -u {mnt}: {r.stderr.decode().strip()}")
-
-
-FUSECTL = "/sys/fs/fuse/connections"
-
-
-def _ensure_fusectl() -> bool:
-    """Mount the fusectl filesystem (root only) if it is not there; True if usable."""
-    if os.path.exists(os.path.join(FUSECTL, ".")) and os.listdir(FUSECTL):
-        return True
-    if os.geteuid() != 0:
-        return False
-    subprocess.run(["mount", "-t", "fusectl", "fusectl", FUSECTL], capture_output=True)
-    return bool(os.listdir(FUSECTL))
-
-
-def _abort_connection(dev: str) -> None:
-    """Abort a FUSE connection ("0:NN" from mountinfo): its pending and future requests fail
-    with ENOTCONN, and the daemon's loop ends. Needs root and fusectl."""
-    if not _ensure_fusectl():
-        return
-    try:
-        with open(f"{FUSECTL}/{dev.split(':')[1]}/abort", "w") as f:
-            f.write("1")
-        log.info("aborted FUSE connection %s", dev)
-    except OSError as e:
-        log.debug("could not abort FUSE connection %s: %s", dev, e)
-
-
-def abort(mountpoint: str) -> bool:
-    """Abort the FUSE connection behind ``mountpoint`` (root only): every process blocked on
-    it gets an error at once. A last resort for a hung filesystem; returns False if not found."""
-    dev = fuse_device(mountpoint)
-    if dev is None:
-        return False
-    _abort_connection(dev)
-    return True
-
-
-def _clean_stale(mnt: str) -> None:
-    """A daemon that died without unmounting leaves a mount whose every access fails with
-    ENOTCONN; detach it so the new mount can take its place."""
-    try:
-        os.statvfs(mnt)  # never answered from a cache, unlike stat
-    except OSError as e:
-        if e.errno != errno.ENOTCONN:
-            return  # not a stale mount; Session.mount reports a bad mount point
-        log.warning("%s: stale FUSE mount left by a dead daemon; unmounting it first", mnt)
-        unmount(mnt, lazy=True)
-
-
 class Session:
-    """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly."""
+    """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly.
+
+    Public: ``ops`` (the filesystem), ``mountpoint`` (absolute), ``config``, ``connection``
+    (set once mounted), :meth:`mount`, :meth:`loop` and :meth:`stop`. Everything else is the
+    callbacks' (private)."""
 
     def __init__(self, ops: Operations, mountpoint: str, *, threads: bool = True,
                  debug: bool = False, ro: bool = False, allow_other: bool = False,
@@ -149,28 +55,28 @@ class Session:
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
         self.ops = ops
         self.mountpoint = os.path.abspath(mountpoint)
-        self.threads = threads
-        self.max_threads = max_threads
-        self.clone_fd = clone_fd
-        self.signals = signals
         self.config = config or Config()
-        self.fatal: Optional[BaseException] = None
-        self.dir_streams: dict[int, Any] = {}
-        #: READDIR/READDIRPLUS requests that reached Python (C answers a finished listing's
-        #: EOF request itself); one per kernel request otherwise, never one per entry.
-        self.readdir_requests = 0
-        self._dir_keys = itertools.count(1)
+        #: "0:NN", the kernel's id of this mount's connection (/sys/fs/fuse/connections/NN),
+        #: once mounted.
+        self.connection: Optional[str] = None
+        self._threads = threads
+        self._max_threads = max_threads
+        self._clone_fd = clone_fd
+        self._signals = signals
+        self._fatal: Optional[BaseException] = None
+        self._listings = Listings(self._fail, _decode_path)
         self._handle = ffi.new_handle(self)
         self._c: Any = ffi.NULL
         self._stopping = False
-        self.connection: Optional[str] = None  # "0:NN", the kernel's id for this mount
+        # The bound method of each operation the subclass overrides (None for the others), as
+        # _op_<name> for the callbacks, and the mask of their numbers for the C table.
         names = implemented(ops)
-        self.opmask = 0
-        for name, bit in _OPS.items():
+        self._opmask = 0
+        for name, bit in OPS.items():
             meth = getattr(ops, name) if name in names else None
-            setattr(self, "op_" + name, meth)
+            setattr(self, "_op_" + name, meth)
             if meth is not None:
-                self.opmask |= 1 << bit
+                self._opmask |= 1 << bit
         opts = []
         if ro:
             opts.append("ro")
@@ -188,27 +94,21 @@ class Session:
                 opts.append(k)
             elif v is not False:
                 opts.append(f"{k}={_escape(str(v))}")
-        self.argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
+        self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
 
     # -- used by the callbacks -------------------------------------------------------------
-    def new_dir_key(self) -> int:
-        return next(self._dir_keys)
-
-    def errno_of(self, exc: BaseException, op: str) -> int:
-        """The positive errno for an exception a handler raised (see :mod:`pyfuse.errors`)."""
+    def _fail(self, exc: BaseException, op: str) -> int:
+        """The negative errno a callback returns for an exception a handler raised (the policy
+        of :mod:`pyfuse.errors`); a KeyboardInterrupt or SystemExit stops the filesystem."""
         if isinstance(exc, Exception):
-            return errno_for(exc, op)
+            return -errno_for(exc, op)
         self._fatal_error(exc, op)
-        return errno.EINTR
-
-    def fail(self, exc: BaseException, op: str) -> int:
-        """The negative errno a callback returns for ``exc``."""
-        return -self.errno_of(exc, op)
+        return -errno.EINTR
 
     def _fatal_error(self, exc: BaseException, op: str) -> None:
         log.info("%s raised %s: stopping the filesystem", op, type(exc).__name__)
-        if self.fatal is None:
-            self.fatal = exc
+        if self._fatal is None:
+            self._fatal = exc
         # Unmounting from inside a request could wait on this very request: do it elsewhere.
         threading.Thread(target=self.stop, name="pyfuse-stop", daemon=True).start()
 
@@ -219,10 +119,10 @@ class Session:
         if not os.path.isdir(self.mountpoint):
             raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
                                      self.mountpoint)
-        argv = [ffi.new("char[]", a.encode()) for a in self.argv]
+        argv = [ffi.new("char[]", a.encode()) for a in self._argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
-        self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self.opmask,
-                                 self.config.to_c(ffi))
+        self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self._opmask,
+                                 config_to_c(self.config))
         if self._c == ffi.NULL:
             raise RuntimeError("fuse_new failed (see the 'pyfuse' log for libfuse's message)")
         rc = lib.pyfuse_mount(self._c, os.fsencode(self.mountpoint))
@@ -236,15 +136,16 @@ class Session:
     def loop(self) -> None:
         """Serve requests until unmounted or stopped; then unmount and free the instance.
         Re-raises a KeyboardInterrupt/SystemExit that a handler raised."""
-        signals = self.signals
+        signals = self._signals
         if signals is None:
             signals = threading.current_thread() is threading.main_thread()
         try:
-            rc = lib.pyfuse_loop(self._c, self.threads, self.max_threads, self.clone_fd, signals)
+            rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
+                                 signals)
         finally:
             self._teardown()
-        if self.fatal is not None:
-            raise self.fatal
+        if self._fatal is not None:
+            raise self._fatal
         if rc == -errno.ECONNABORTED:
             # The kernel ended the connection while a request was being read from /dev/fuse
             # (a lazy unmount's last close racing a worker's read): the end, like ENODEV.
@@ -259,9 +160,7 @@ class Session:
             lib.pyfuse_unmount(self._c)
             lib.pyfuse_destroy(self._c)
             self._c = ffi.NULL
-        for st in self.dir_streams.values():
-            st.close()
-        self.dir_streams.clear()
+        self._listings.close_all()
 
     def stop(self) -> None:
         """End the loop by unmounting (safe from any thread; a no-op once unmounted)."""

@@ -18,7 +18,8 @@ import tempfile
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from .session import Session, fuse_device, is_mounted, mount, unmount
+from .mounts import fuse_device, is_mounted, unmount
+from .session import Session, mount
 
 
 def _live_mount(mountpoint: str) -> bool:

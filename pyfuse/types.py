@@ -1,25 +1,15 @@
-"""Value types handed between a filesystem and pyfuse, and their one conversion to C layout.
+"""The value types handed between a filesystem and pyfuse (shared by every API).
 
-``Attr`` and ``StatVFS`` are packed with :mod:`struct` into the compact structs of
-``csrc/pyfuse_cdef.h`` (twelve and eleven 8-byte fields); C converts those to ``struct stat`` and
-``struct statvfs``. Nothing else in pyfuse knows the layouts.
+Pure Python: their conversions to the shim's C structs live in :mod:`pyfuse._core.convert`.
 """
 from __future__ import annotations
 
 import os
-import struct
-from dataclasses import dataclass, fields
-from typing import Any, NamedTuple, Optional, Union
+from dataclasses import dataclass
+from typing import NamedTuple, Optional, Union
 
 __all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "FdRange",
            "AttrLike"]
-
-# struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
-# ctime (i64).
-ATTR_STRUCT = struct.Struct("=5Q2qQ4q")
-STATVFS_STRUCT = struct.Struct("=11Q")
-NO_ATTR = bytes(ATTR_STRUCT.size)  # mode 0: "no attributes" for a readdir entry
-
 
 class Attr:
     """File attributes, as returned by :meth:`Operations.getattr` or carried by a :class:`DirEntry`.
@@ -73,20 +63,6 @@ class Attr:
 AttrLike = Union[Attr, os.stat_result]
 
 
-def pack_attr(a: AttrLike) -> bytes:
-    """Pack an Attr or os.stat_result into struct pyfuse_attr (raises on bad types or ranges)."""
-    if type(a) is Attr:
-        return ATTR_STRUCT.pack(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
-                                a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
-    if isinstance(a, os.stat_result):
-        return ATTR_STRUCT.pack(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size,
-                                a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns,
-                                a.st_mtime_ns, a.st_ctime_ns)
-    if isinstance(a, Attr):  # a subclass
-        return ATTR_STRUCT.pack(*(getattr(a, f) for f in Attr.__slots__))
-    raise TypeError(f"expected Attr or os.stat_result, got {type(a).__name__}")
-
-
 class DirEntry(NamedTuple):
     """One directory entry yielded by :meth:`Operations.readdir` (plain ``str`` names work too).
 
@@ -115,13 +91,6 @@ class StatVFS(NamedTuple):
     f_fsid: int = 0
     f_flag: int = 0
     f_namemax: int = 255
-
-
-def pack_statvfs(v: Any) -> bytes:
-    """Pack a StatVFS or os.statvfs_result into struct pyfuse_statvfs."""
-    return STATVFS_STRUCT.pack(v.f_bsize, v.f_frsize, v.f_blocks, v.f_bfree, v.f_bavail,
-                               v.f_files, v.f_ffree, v.f_favail, getattr(v, "f_fsid", 0),
-                               v.f_flag, v.f_namemax)
 
 
 @dataclass
@@ -165,20 +134,6 @@ class Config:
     splice_read: Optional[bool] = None
     splice_write: Optional[bool] = None
     splice_move: Optional[bool] = None
-
-    def to_c(self, ffi: Any) -> Any:
-        """The struct pyfuse_config for these settings."""
-        c = ffi.new("struct pyfuse_config *")
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name.startswith("splice_"):
-                setattr(c, f.name, -1 if v is None else int(v))
-            elif f.name in ("uid", "gid", "umask"):
-                setattr(c, "set_" + ("mode" if f.name == "umask" else f.name), v is not None)
-                setattr(c, f.name, v or 0)
-            else:
-                setattr(c, f.name, v)
-        return c
 
 
 class Lock:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from pyfuse import testing
-from pyfuse.session import FUSECTL, _ensure_fusectl
+from pyfuse.mounts import FUSECTL, _ensure_fusectl
 
 needs_fuse = pytest.mark.skipif(not testing.fuse_available(), reason="/dev/fuse not usable")
 
@@ -41,6 +41,8 @@ def pytest_configure(config: Any) -> None:
                             "`make test-sanitize` (PYFUSE_SANITIZE=1), where ASan's quarantine "
                             "and shadow memory decide RSS")
     config.addinivalue_line("markers", "expect_errors: the test expects ERROR log records")
+    config.addinivalue_line("markers", "dev: needs the dev extra (ruff, mypy, build); "
+                            "deselect with -m 'not dev' when only the test extra is installed")
 
 
 @pytest.fixture(autouse=True)

@@ -3,49 +3,103 @@ callback is defined, and a machine without libfuse3 gets one clear line, not a t
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 import pyfuse
-from pyfuse import types
+from pyfuse._core import convert
+from pyfuse._core.dispatch import EXTERNS
 from pyfuse._pyfuse_c import ffi, lib
 from pyfuse.operations import Operations
+from pyfuse.session import OPS
 
 pytestmark = pytest.mark.nofuse
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_struct_layouts_match_packing():
-    assert ffi.sizeof("struct pyfuse_attr") == types.ATTR_STRUCT.size == 96
-    assert ffi.sizeof("struct pyfuse_statvfs") == types.STATVFS_STRUCT.size
-    a = ffi.new("struct pyfuse_attr *")
-    ffi.memmove(a, types.pack_attr(pyfuse.Attr(mode=0o100644, ino=7, size=-1 & 0xFFFF,
-                                               mtime_ns=-5)), 96)
-    assert (a.mode, a.ino, a.size, a.mtime_ns) == (0o100644, 7, 0xFFFF, -5)
+def _optable() -> list[tuple[str, str, str, str]]:
+    """The rows of csrc/optable.h: (NAME, member, trampoline, WHEN)."""
+    with open(os.path.join(ROOT, "csrc", "optable.h")) as f:
+        return re.findall(r"^\s*X\((\w+),\s*(\w+),\s*(\w+),\s*(\w+)\)", f.read(), re.M)
 
 
-def test_every_operation_has_an_op_number():
-    methods = {n for n, v in vars(Operations).items() if callable(v) and not n.startswith("_")}
-    numbered = {n for n in methods if hasattr(lib, "PYFUSE_OP_" + n.upper())}
-    assert numbered == methods
-    assert lib.PYFUSE_OP_COUNT == len(methods) <= 64
-
-
-def test_callbacks_are_defined():
-    import pyfuse._callbacks as cb
-
+def _declared_callbacks() -> set[str]:
     with open(os.path.join(ROOT, "csrc", "callbacks_cdef.h")) as f:
-        declared = {line.split("(")[0].split()[-1].lstrip("*") for line in f
-                    if "pyfuse_cb_" in line and "(" in line}
-    assert declared and all(hasattr(cb, name) for name in declared)
+        return {m for m in re.findall(r"\b(pyfuse_cb_\w+)\(", f.read())}
+
+
+def test_struct_layouts_match_packing():
+    """Python packs struct pyfuse_attr field by field in Attr's order: every field's offset and
+    size must be what the compiler laid out."""
+    assert ffi.sizeof("struct pyfuse_attr") == convert.ATTR_STRUCT.size == 96
+    assert ffi.sizeof("struct pyfuse_statvfs") == convert.STATVFS_STRUCT.size
+    for i, name in enumerate(pyfuse.Attr.__slots__):
+        assert ffi.offsetof("struct pyfuse_attr", name) == 8 * i, name
+    a = ffi.new("struct pyfuse_attr *")
+    ffi.memmove(a, convert.pack_attr(pyfuse.Attr(mode=0o100644, ino=7, size=-1 & 0xFFFF,
+                                                 mtime_ns=-5)), 96)
+    assert (a.mode, a.ino, a.size, a.mtime_ns) == (0o100644, 7, 0xFFFF, -5)
+    for i, name in enumerate(pyfuse.StatVFS._fields):
+        assert ffi.offsetof("struct pyfuse_statvfs", name[2:]) == 8 * i, name
+
+
+def test_one_row_per_operation():
+    """csrc/optable.h has one row per Operations method and no other; lib's numbers are the
+    rows' order (build_ffi.py wrote them into the cdef, the compiler checked them against C's)."""
+    rows = [r[0] for r in _optable()]
+    methods = {n for n, v in vars(Operations).items() if callable(v) and not n.startswith("_")}
+    assert sorted(n.lower() for n in rows) == sorted(methods)
+    assert OPS == {n.lower(): i for i, n in enumerate(rows)}
+    assert lib.PYFUSE_OP_COUNT == len(rows) <= 64
+
+
+def test_every_operation_has_its_callback():
+    """Each row's entry point pyfuse_cb_<name> is declared for C and registered in Python (an
+    extern "Python" function without a def_extern answers 0, which the kernel reads as
+    success); every declared entry point is registered."""
+    import pyfuse._callbacks  # noqa: F401
+
+    declared = _declared_callbacks()
+    assert {"pyfuse_cb_" + r[0].lower() for r in _optable()} <= declared
+    assert declared == EXTERNS
+
+
+def test_every_row_fills_its_member():
+    """pyfuse_fill_ops puts each row's member in struct fuse_operations exactly when the row
+    says: ALWAYS on every mount, OWN for the row's own bit, DIRS for any directory operation."""
+    rows = _optable()
+    always = {member for _, member, _, when in rows if when == "ALWAYS"}
+    assert lib.pyfuse_ops_filled(0) == len(always)
+    assert lib.pyfuse_ops_filled((1 << 64) - 1) == len({r[1] for r in rows})
+    dirs = {member for _, member, _, when in rows if when == "DIRS"}
+    for name, member, _, when in rows:
+        bit = 1 << getattr(lib, "PYFUSE_OP_" + name)
+        if when == "OWN":
+            extra = {member} | (dirs if name in ("READDIR", "FSYNCDIR") else set())
+            assert lib.pyfuse_ops_filled(bit) == len(always | extra), name
+        elif when == "DIRS":
+            assert lib.pyfuse_ops_filled(bit) == len(always | dirs), name
+        else:
+            assert when == "ALWAYS" and member in always, name
+
+
+def test_shared_constants():
+    """The constants C and Python share come from the cdef (readdir.c checks their relation at
+    compile time); Python's engine uses them."""
+    from pyfuse._core import readdir
+
+    assert readdir.READDIR_BATCH == lib.PYFUSE_READDIR_BATCH
+    assert lib.PYFUSE_DUP_SLOTS >= 2 * lib.PYFUSE_READDIR_BATCH
+    assert (lib.PYFUSE_DIR_UNKNOWN, lib.PYFUSE_DIR_POSITIONAL, lib.PYFUSE_DIR_OFFSETS) == (0, 1, 2)
 
 
 def test_attr_from_stat_roundtrip():
     st = os.stat(ROOT)
     a = pyfuse.Attr.from_stat(st)
-    assert types.pack_attr(a) == types.pack_attr(st)
+    assert convert.pack_attr(a) == convert.pack_attr(st)
     assert a.copy() == a and a.copy() is not a
 
 

@@ -296,12 +296,12 @@ def test_one_python_call_per_kernel_request(mount_ops, mnt, caplog):
     session = mount_ops(ops, debug=True)
     d = os.path.join(mnt, "d")
     os.stat(d)
-    session.readdir_requests = 0
+    session._listings.requests = 0
     caplog.clear()
     assert len(os.listdir(d)) == 65536
     kernel = sum(1 for r in caplog.records if "opcode: READDIR" in r.getMessage())
     assert 0 < kernel < 400, kernel                     # batches, not entries
-    assert kernel - 1 <= session.readdir_requests <= kernel  # C answers the final EOF itself
+    assert kernel - 1 <= session._listings.requests <= kernel  # C answers the final EOF itself
     assert len(ops.readdir_calls) == 1
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import pyfuse
 from pyfuse import Attr, DirEntry, FuseError
-from pyfuse._callbacks import READDIR_BATCH
+from pyfuse._core.readdir import READDIR_BATCH
 from pyfuse.conformance import outcome
 
 

@@ -1,0 +1,150 @@
+"""Every conversion between Python values and the compact structs of csrc/pyfuse_cdef.h.
+
+``Attr`` and ``StatVFS`` are packed with :mod:`struct` into ``struct pyfuse_attr`` and
+``struct pyfuse_statvfs`` (twelve and eleven 8-byte fields); C converts those to ``struct stat``
+and ``struct statvfs``. Nothing else in pyfuse knows these layouts (tests/test_build.py checks
+them against the compiler's). Results that do not convert raise :class:`BadReturn` with a message
+that names the operation.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import sys
+from dataclasses import fields
+from typing import Any, Optional
+
+from .._pyfuse_c import ffi
+from ..errors import BadReturn
+from ..types import Attr, AttrLike, Config, FileInfo
+
+__all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "pack_attr", "pack_statvfs",
+           "config_to_c", "path", "encode", "copy_out", "open_result", "fd_range", "sized_reply"]
+
+# struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
+# ctime (i64).
+ATTR_STRUCT = struct.Struct("=5Q2qQ4q")
+STATVFS_STRUCT = struct.Struct("=11Q")
+NO_ATTR = bytes(ATTR_STRUCT.size)  # mode 0: "no attributes" for a readdir entry
+
+#: The encoding of paths and names (as os.fsencode), with surrogateescape.
+ENC = sys.getfilesystemencoding()
+
+_string = ffi.string
+_memmove = ffi.memmove
+
+
+def pack_attr(a: AttrLike) -> bytes:
+    """Pack an Attr or os.stat_result into struct pyfuse_attr (raises on bad types or ranges)."""
+    if type(a) is Attr:
+        return ATTR_STRUCT.pack(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
+                                a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
+    if isinstance(a, os.stat_result):
+        return ATTR_STRUCT.pack(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size,
+                                a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns,
+                                a.st_mtime_ns, a.st_ctime_ns)
+    if isinstance(a, Attr):  # a subclass
+        return ATTR_STRUCT.pack(*(getattr(a, f) for f in Attr.__slots__))
+    raise TypeError(f"expected Attr or os.stat_result, got {type(a).__name__}")
+
+
+def pack_statvfs(v: Any) -> bytes:
+    """Pack a StatVFS or os.statvfs_result into struct pyfuse_statvfs."""
+    return STATVFS_STRUCT.pack(v.f_bsize, v.f_frsize, v.f_blocks, v.f_bfree, v.f_bavail,
+                               v.f_files, v.f_ffree, v.f_favail, getattr(v, "f_fsid", 0),
+                               v.f_flag, v.f_namemax)
+
+
+def config_to_c(config: Config) -> Any:
+    """The struct pyfuse_config for a :class:`Config` (None: libfuse's default for splice_*)."""
+    c = ffi.new("struct pyfuse_config *")
+    for f in fields(config):
+        v = getattr(config, f.name)
+        if f.name.startswith("splice_"):
+            setattr(c, f.name, -1 if v is None else int(v))
+        elif f.name in ("uid", "gid", "umask"):
+            setattr(c, "set_" + ("mode" if f.name == "umask" else f.name), v is not None)
+            setattr(c, f.name, v or 0)
+        else:
+            setattr(c, f.name, v)
+    return c
+
+
+def path(p: Any) -> Optional[str]:
+    """A C path or name as str (os.fsdecode's rules); None for NULL."""
+    return _string(p).decode(ENC, "surrogateescape") if p else None
+
+
+def encode(s: Any, what: str) -> bytes:
+    """A str (encoded as os.fsencode) or bytes-like result as bytes."""
+    if isinstance(s, str):
+        return s.encode(ENC, "surrogateescape")
+    if isinstance(s, (bytes, bytearray)):
+        return bytes(s)
+    raise BadReturn(f"{what} must return str or bytes, not {type(s).__name__}")
+
+
+def copy_out(data: Any, buf: Any, size: int, what: str) -> int:
+    """Copy a bytes-like result into a C buffer of ``size`` bytes; return the byte count.
+
+    bytes, bytearray and memoryview are copied straight from their buffer (no intermediate
+    object); other buffer-protocol objects through one memoryview."""
+    t = type(data)
+    if t is bytes or t is bytearray:
+        n = len(data)
+    elif t is memoryview:
+        n = data.nbytes
+    else:
+        try:
+            data = memoryview(data)
+        except TypeError:
+            raise BadReturn(f"{what} must return a bytes-like object, not "
+                            f"{t.__name__}") from None
+        n = data.nbytes
+    if n > size:
+        raise BadReturn(f"{what} returned {n} bytes, more than the {size} asked for")
+    if n:
+        _memmove(buf, data, n)
+    return n
+
+
+def open_result(r: Any, o: Any, what: str) -> None:
+    """Set struct pyfuse_open ``o`` from what open/create returned (None, an int fh, FileInfo)."""
+    if r is None:
+        return
+    if type(r) is int:
+        o.fh = r
+    elif isinstance(r, FileInfo):
+        if r.fd_backed and not (type(r.fh) is int and 0 <= r.fh < 1 << 31):
+            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
+                            f"not {r.fh!r}")
+        o.fh = r.fh
+        o.direct_io = r.direct_io
+        o.keep_cache = r.keep_cache
+        o.nonseekable = r.nonseekable
+        o.fd_backed = r.fd_backed
+    else:
+        raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, "
+                        f"not {type(r).__name__}")
+
+
+def fd_range(r: Any, fdr: Any, what: str) -> None:
+    """Set struct pyfuse_fdrange ``fdr`` from a :class:`~pyfuse.FdRange`."""
+    fd, pos, size = r
+    if type(fd) is not int or fd < 0 or type(pos) is not int or pos < 0 or type(size) is not int:
+        raise BadReturn(f"{what}: invalid {r!r}")
+    fdr.fd = fd
+    fdr.pos = pos
+    fdr.size = size if size >= 0 else 1 << 62
+
+
+def sized_reply(data: bytes, buf: Any, size: int) -> int:
+    """The xattr size protocol: size 0 asks for the length, a short buffer is ERANGE."""
+    n = len(data)
+    if size == 0:
+        return n
+    if n > size:
+        return -errno.ERANGE
+    _memmove(buf, data, n)
+    return n

@@ -1,0 +1,125 @@
+"""The one body every callback shares, the hooks that catch what escapes it, and libfuse's log.
+
+A callback written with :func:`callback` is a small function ``fn(session, *C arguments)`` that
+converts the arguments, calls the filesystem and converts the result; :func:`callback` wraps it
+in the body every C-to-Python entry point needs (find the session from the handle, map an
+exception to an errno by the session's policy) and registers it as the ``extern "Python"``
+function of that name. The hottest callbacks (getattr, read, write, readdir) are written out in
+full instead, to save the extra call.
+
+Every entry point has an ``onerror`` hook: cffi would otherwise return 0, which the kernel reads
+as success.
+"""
+from __future__ import annotations
+
+import errno
+import inspect
+import keyword
+import logging
+from typing import Any, Callable, Optional, TypeVar
+
+from .._pyfuse_c import ffi, lib
+
+__all__ = ["callback", "extern", "onerror", "void_onerror", "log", "EXTERNS"]
+
+log = logging.getLogger("pyfuse")
+
+_from_handle = ffi.from_handle
+_string = ffi.string
+_EIO = -errno.EIO
+
+
+def onerror(exception: Any, exc_value: Any, traceback: Any) -> Optional[int]:
+    """An error in pyfuse's own callback code (not the filesystem's): logged, EIO."""
+    log.error("internal error in a pyfuse callback; replying EIO",
+              exc_info=(exception, exc_value, traceback))
+    return _EIO
+
+
+def void_onerror(exception: Any, exc_value: Any, traceback: Any) -> None:
+    """The same for entry points that return nothing."""
+    log.error("internal error in a pyfuse callback", exc_info=(exception, exc_value, traceback))
+
+
+#: The names of the entry points registered so far (tests check them against
+#: csrc/callbacks_cdef.h: an entry point without a def_extern would answer 0, success).
+EXTERNS: set[str] = set()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def extern(fn: F, name: Optional[str] = None, void: bool = False) -> F:
+    """Register ``fn`` as the ``extern "Python"`` entry point of its name (or ``name``), with
+    the ``onerror`` hook that fits its return type."""
+    name = name or fn.__name__
+    ffi.def_extern(name=name, onerror=void_onerror if void else onerror)(fn)
+    EXTERNS.add(name)
+    return fn
+
+
+# The shared body, compiled once per callback with that callback's own parameter list (as
+# collections.namedtuple does): the C arguments arrive as plain positional parameters and ``fn``
+# is called with them directly, which costs one ordinary call more than a callback written out,
+# where a generic ``def entry(h, *args)`` cost two unpacking calls (about 3 % of a chmod
+# request's instructions, callgrind).
+_BODY = """\
+def {name}(h, {params}):
+    s = _from_handle(h)
+    try:
+        r = fn(s, {params})
+    except BaseException as e:
+        return s._fail(e, op)
+    return 0 if r is None else r
+"""
+_VOID_BODY = """\
+def {name}(h, {params}):
+    s = _from_handle(h)
+    try:
+        fn(s, {params})
+    except BaseException as e:
+        s._fail(e, op)
+"""
+
+
+def callback(name: str, op: str, void: bool = False
+             ) -> Callable[[Callable[..., Optional[int]]], Callable[..., Optional[int]]]:
+    """Register ``fn(session, *args)`` as the ``extern "Python"`` entry point ``name``
+    (``pyfuse_cb_mkdir``): the shared body of every callback.
+
+    The entry point takes the C arguments ``fn`` names after ``session``, and replies what ``fn``
+    returns (None: 0), or, when it raises, the negative errno ``session._fail(exc, op)`` gives
+    (the error policy of :mod:`pyfuse.errors`; ``op`` names the operation in the log). ``void``:
+    the C function returns nothing."""
+
+    def register(fn: Callable[..., Optional[int]]) -> Callable[..., Optional[int]]:
+        params = list(inspect.signature(fn).parameters)[1:]
+        if not all(p.isidentifier() and not keyword.iskeyword(p) for p in params):
+            raise ValueError(f"{fn.__qualname__}: parameters must be plain names")
+        src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params))
+        namespace: dict[str, Any] = {"_from_handle": _from_handle, "fn": fn, "op": op}
+        exec(compile(src, f"<pyfuse callback {name}>", "exec"), namespace)
+        entry = namespace[name]
+        entry.__doc__ = fn.__doc__
+        entry.__module__ = fn.__module__
+        return extern(entry, name, void)
+
+    return register
+
+
+_LEVELS = [logging.CRITICAL, logging.CRITICAL, logging.CRITICAL, logging.ERROR, logging.WARNING,
+           logging.INFO, logging.INFO, logging.DEBUG]
+_SHIM = lib.PYFUSE_LOG_SHIM
+
+
+def pyfuse_cb_log(level: int, msg: Any) -> None:
+    """A message of libfuse's (syslog level) or of the shim's (PYFUSE_LOG_SHIM + level)."""
+    source = "libfuse"
+    if level >= _SHIM:
+        level -= _SHIM
+        source = "shim"
+    lvl = _LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO
+    if log.isEnabledFor(lvl):
+        log.log(lvl, "%s: %s", source, _string(msg).decode("utf-8", "replace"))
+
+
+extern(pyfuse_cb_log, void=True)

@@ -1,0 +1,325 @@
+"""The readdir engine: the Python half of csrc/readdir.c, shared by every API.
+
+One call per kernel READDIR/READDIRPLUS request (:meth:`Listings.serve`). A listing is pulled
+from the filesystem's iterable a batch at a time, packed (names in one NUL-separated buffer,
+attributes in one array, offsets in another) and handed to ``lib.pyfuse_fill``, whose loop
+over libfuse's filler runs in C; what the kernel buffer did not take stays packed in a
+:class:`DirStream` for the next request of that open directory. Memory is bounded by the batch
+(``PYFUSE_READDIR_BATCH`` entries), never by the directory. See docs/readdir.md.
+"""
+from __future__ import annotations
+
+import errno
+import itertools
+from array import array
+from itertools import islice
+from typing import Any, Callable, Optional
+
+from .._pyfuse_c import ffi, lib
+from ..errors import BadReturn
+from ..types import DirEntry
+from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
+from .dispatch import log
+
+__all__ = ["Listings", "DirStream", "READDIR_BATCH"]
+
+#: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
+#: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
+#: stays packed for the next request. Defined in csrc/pyfuse_cdef.h, where the compiler checks it
+#: against the C duplicate-name table.
+READDIR_BATCH: int = lib.PYFUSE_READDIR_BATCH
+
+_POSITIONAL: int = lib.PYFUSE_DIR_POSITIONAL
+_OFFSETS: int = lib.PYFUSE_DIR_OFFSETS
+_UNKNOWN: int = lib.PYFUSE_DIR_UNKNOWN
+_ATTR_SIZE = ATTR_STRUCT.size
+_OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
+_NULL = ffi.NULL
+_fill_c = lib.pyfuse_fill
+
+
+class DirStream:
+    """A listing in progress, kept between READDIR requests of one open directory.
+
+    Entries come from the filesystem's list or tuple ``buf`` (sliced a batch at a time from
+    ``idx``, never copied whole) or from its iterator ``it`` (``None`` once exhausted, or for a
+    list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
+    """
+
+    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error")
+
+    def __init__(self, it: Any, buf: Any = ()) -> None:
+        self.it = it
+        self.buf = buf
+        self.idx = 0
+        self.left: Optional[_Batch] = None
+        self.cap = 0           # entries the last full kernel buffer took: the next one's size
+        self.next_off = 0      # the request offset that continues this stream
+        self.pos = 0           # positional mode: entries handed to the kernel so far
+        self.error = 0         # errno raised after some entries, reported on the next request
+
+    def close(self) -> None:
+        close = getattr(self.it, "close", None)
+        self.it = None
+        self.buf = ()
+        self.left = None
+        if close is not None:
+            try:
+                close()  # runs a generator's finally: blocks
+            except Exception:
+                log.exception("closing a readdir iterator raised")
+
+
+class _Batch:
+    """Entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding), packed
+    attributes with their stride (0: one shared), offsets (``None``: positional)."""
+
+    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c")
+
+    def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
+                 offs_c: Any) -> None:
+        self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
+        self.offs, self.offs_c = offs, offs_c
+
+    def rest(self, k: int) -> _Batch:
+        """The entries from k on, still packed (the names are joined again: C speed)."""
+        names = self.names[k:]
+        return _Batch(names, _join(names),
+                      self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
+                      None if self.offs is None else self.offs[k:],
+                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:])
+
+
+_ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
+
+
+def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any]:
+    """(names, their NUL-separated encoding, attrs, offsets) of a batch of entries.
+
+    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset])
+    tuples of one length) are split at C speed: one pass for the types, one ``zip``; names
+    that are not str, attrs that do not pack and offsets that are not integers are caught later
+    by the join, the packing and the array.
+    """
+    t = type(batch[0])
+    if t is str:
+        try:
+            return batch, "\0".join(batch).encode(ENC, "surrogateescape"), None, None
+        except TypeError:
+            pass  # not only names: normalise below
+    elif t is DirEntry or t is tuple:
+        types = set(map(type, batch))
+        if types == _ONLY_DIRENTRY or types == _ONLY_TUPLE:
+            cols = tuple(zip(*batch))  # one pass transposes the batch into its columns
+            if t is tuple and max(map(len, batch)) != len(cols):
+                cols = ()  # tuples of different lengths (zip stopped at the shortest)
+            if len(cols) == 3:
+                return cols[0], _join(cols[0]), cols[1], cols[2]
+            if len(cols) == 2:
+                return cols[0], _join(cols[0]), cols[1], None
+    norm = []
+    for i, e in enumerate(batch):
+        if isinstance(e, str):
+            norm.append(DirEntry(e))
+        elif isinstance(e, DirEntry):
+            norm.append(e)
+        elif type(e) is tuple and len(e) in (2, 3):
+            norm.append(DirEntry(*e))
+        elif isinstance(e, (bytes, bytearray)):
+            norm.append(DirEntry(bytes(e).decode(ENC, "surrogateescape")))
+        else:
+            raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
+                            f"tuples, not {type(e).__name__} (entry {i} of the batch: {e!r:.80})")
+    names, attrs, offs = zip(*norm)
+    return names, _join(names), attrs, offs
+
+
+def _join(names: Any) -> bytes:
+    try:
+        return "\0".join(names).encode(ENC, "surrogateescape")
+    except TypeError:
+        bad = next((n for n in names if not isinstance(n, str)), None)
+        raise BadReturn(f"readdir entry names must be str, not {type(bad).__name__} "
+                        f"({bad!r:.80})") from None
+
+
+def _pack_attrs(attrs: Any) -> tuple[Any, int]:
+    """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
+    packed attribute with stride 0 when all entries share one object (or equal ones)."""
+    a0 = attrs[0]
+    # One shared template (or equal ones), or all None. Tuple equality tests identity first, in
+    # C, and stops at the first difference (one Attr.__eq__ call at most).
+    if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
+        return (_NULL, 0) if a0 is None else (pack_attr(a0), 0)
+    memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
+    out = []
+    for a in attrs:
+        r = memo.get(id(a))
+        if r is None:
+            r = memo[id(a)] = NO_ATTR if a is None else pack_attr(a)
+        out.append(r)
+    return b"".join(out), _ATTR_SIZE
+
+
+_FILL_ERRORS = {
+    errno.EINVAL: "readdir yielded an invalid name: empty, or containing '/' or NUL",
+    errno.ENAMETOOLONG: "readdir yielded a name longer than 255 bytes",
+    errno.EEXIST: "readdir yielded the same name twice",
+    errno.EBADMSG: "readdir yielded an attr whose mode has no valid file type",
+}
+
+
+def _pack(d: Any, batch: list[Any]) -> _Batch:
+    """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
+    names, blob, attrs, offs = _split(batch)
+    if offs is None or not any(offs):
+        offs_c = _NULL
+        mode = _POSITIONAL
+    elif 0 in offs:
+        raise BadReturn("readdir mixed entries with offset 0 and entries with offsets; "
+                        "give every entry an offset, or none")
+    else:
+        if min(offs) < 0:
+            raise BadReturn("readdir yielded a negative offset")
+        offs_c = array("q", offs).tobytes()
+        mode = _OFFSETS
+    if d.mode != mode:
+        if d.mode != _UNKNOWN:
+            raise BadReturn("readdir changed between positional entries (offset 0) and "
+                            "entries with offsets within one listing")
+        d.mode = mode
+    try:
+        attrs_c, stride = (_NULL, 0) if attrs is None else _pack_attrs(attrs)
+    except Exception as e:
+        raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
+    return _Batch(names, blob, attrs_c, stride, None if mode == _POSITIONAL else offs, offs_c)
+
+
+def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
+    """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
+    any, is kept packed in ``st.left`` for the next request."""
+    n = len(b.names)
+    k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, st.pos)
+    if k < 0:
+        raise BadReturn(_FILL_ERRORS.get(-k, "readdir: invalid batch"))
+    if k:
+        st.pos += k
+        st.next_off = st.pos if b.offs is None else b.offs[k - 1]
+    if k < n:
+        st.left = b.rest(k)
+    return k
+
+
+class Listings:
+    """The listings in progress of one session's open directories, keyed by small integers kept
+    in C's ``struct pyfuse_dir`` (never by handles).
+
+    ``fail(exc, op)`` is the session's error policy (a negative errno); ``decode`` turns the C
+    argument that names the directory into what the filesystem's readdir takes (a path, an
+    inode number); it runs only when a listing starts.
+    """
+
+    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests")
+
+    def __init__(self, fail: Callable[[BaseException, str], int],
+                 decode: Callable[[Any], Any]) -> None:
+        self._streams: dict[int, DirStream] = {}
+        self._keys = itertools.count(1)
+        self._fail = fail
+        self._decode = decode
+        #: READDIR/READDIRPLUS requests that reached Python (C answers a finished listing's
+        #: EOF request itself); one per kernel request otherwise, never one per entry.
+        self.requests = 0
+
+    def release(self, d: Any) -> None:
+        """The directory of ``d`` (struct pyfuse_dir) is closed: close its stream, if any."""
+        if d.key:
+            self._streams.pop(d.key).close()
+            d.key = 0
+
+    def close_all(self) -> None:
+        """The session ended: close every stream (their generators' ``finally:`` runs)."""
+        for st in self._streams.values():
+            st.close()
+        self._streams.clear()
+
+    def serve(self, readdir: Callable[..., Any], arg: Any, off: int, d: Any, fill: Any,
+              plus: int) -> int:
+        """Answer one READDIR (``plus`` 0) or READDIRPLUS request at ``off`` of the open
+        directory ``d`` (struct pyfuse_dir) through ``fill``; 0 or a negative errno.
+        ``readdir(decode(arg), offset, fh, plus)`` is the filesystem's, called when a listing
+        starts (or restarts after a seek)."""
+        self.requests += 1
+        streams = self._streams
+        st = streams.pop(d.key, None) if d.key else None
+        d.key = 0
+        if st is not None and st.next_off != off:
+            st.close()  # a seek (rewinddir/seekdir): start over
+            st = None
+        if st is not None and st.error and st.left is None:
+            st.close()  # everything before the error has been handed out: now report it
+            return -st.error
+        sent = 0
+        try:
+            if st is None:
+                positional = d.mode != _OFFSETS
+                r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
+                # A list or tuple is served by slicing it: no iterator to step through
+                st = DirStream(None, r) if type(r) is list or type(r) is tuple \
+                    else DirStream(iter(r))
+                if off and positional:  # resume a positional listing after a restart
+                    if st.it is None:
+                        st.idx = skipped = min(off, len(r))
+                    else:
+                        skipped = sum(1 for _ in islice(st.it, off))
+                    st.pos = st.next_off = skipped
+            while True:
+                b, st.left = st.left, None
+                err = None
+                if b is None:
+                    # Pull no more than the kernel buffer is likely to take (as many entries as
+                    # the last full one), then probe with one entry: a batch packed in vain
+                    # costs as much as one handed out.
+                    room = st.cap - sent
+                    size = (min(READDIR_BATCH, room) or 1) if room >= 0 and st.cap \
+                        else READDIR_BATCH
+                    if st.it is None:
+                        batch = st.buf[st.idx:st.idx + size]
+                        st.idx += len(batch)
+                    else:
+                        batch = []
+                        try:  # on an exception, what the iterator yielded stays in batch
+                            batch.extend(islice(st.it, size))
+                        except Exception as e:
+                            err = e
+                            st.it = None
+                        else:
+                            if len(batch) < size:
+                                st.it = None  # exhausted
+                    if batch:
+                        b = _pack(d, batch)
+                if b is not None:
+                    sent += _fill(fill, st, b)
+                    if st.left is not None:  # the kernel buffer is full
+                        st.cap = sent
+                        if err is not None:
+                            st.error = -self._fail(err, "readdir")
+                        break
+                if err is not None:
+                    if sent == 0:
+                        raise err
+                    st.error = -self._fail(err, "readdir")
+                    break
+                if b is None:  # nothing left
+                    if st.error:
+                        break  # the rest went out: the error surfaces on the next request
+                    d.eof_off = st.pos if d.mode != _OFFSETS else st.next_off
+                    st.close()
+                    return 0
+        except BaseException as e:
+            if st is not None:
+                st.close()
+            return self._fail(e, "readdir")
+        d.key = next(self._keys)
+        streams[d.key] = st
+        return 0
