@@ -6,7 +6,7 @@ APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
            $(wildcard pyfuse/*/*.py)
 
-.PHONY: demo test test-sanitize test-sdist test-valgrind stress deps lint bench clean
+.PHONY: demo test test-sanitize test-sdist test-pythons test-valgrind stress deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
@@ -82,6 +82,27 @@ test-sdist: deps $(VENV)/.installed
 	$(SDIST_DIR)/venv/bin/python -m pip install -q "$$(ls $(SDIST_DIR)/pyfuse-*.tar.gz)[test]"
 	cd $(SDIST_DIR)/run && $(SDIST_DIR)/venv/bin/python -m pytest -p no:cacheprovider \
 	  -m "not dev" $$(ls -d $(SDIST_DIR)/src/pyfuse-*/tests) $(PYTEST_ARGS)
+
+# Every Python the package claims (requires-python >= 3.9): for each, pyfuse is built and
+# installed with its test extra into its own venv (build/py/X.Y), and the core real-mount tests
+# run from outside the tree. Interpreters come from pyenv's versions or PATH (pythonX.Y); a
+# missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
+PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
+CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py \
+              test_memory.py test_docs.py
+test-pythons: deps
+	@set -e; for v in $(PYTHONS); do \
+	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
+	  [ -n "$$py" ] || py=$$(command -v python$$v || true); \
+	  if [ -z "$$py" ] || ! $$py -c pass 2>/dev/null; then \
+	    echo "test-pythons: no working Python $$v (pyenv versions or PATH)"; exit 1; fi; \
+	  echo "== Python $$v: $$py"; d=$(CURDIR)/build/py/$$v; rm -rf $$d; mkdir -p $$d/run; \
+	  $$py -m venv $$d/venv; \
+	  $$d/venv/bin/python -m pip install -q --upgrade pip; \
+	  $$d/venv/bin/python -m pip install -q ".[test]"; \
+	  (cd $$d/run && $$d/venv/bin/python -m pytest -p no:cacheprovider -q -m "not dev" \
+	    $(addprefix $(CURDIR)/tests/,$(CORE_TESTS)) $(PYTEST_ARGS)); \
+	done
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

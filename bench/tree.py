@@ -12,7 +12,9 @@ import errno
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The checkout, for the bench package; last, so that an installed pyfuse (an sdist's test run)
+# is the one imported.
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pyfuse  # noqa: E402
 from bench import model  # noqa: E402

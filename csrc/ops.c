@@ -60,6 +60,17 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     want(conn, FUSE_CAP_SPLICE_READ, c->splice_read);
     want(conn, FUSE_CAP_SPLICE_WRITE, c->splice_write);
     want(conn, FUSE_CAP_SPLICE_MOVE, c->splice_move);
+    if (c->readdirplus == PYFUSE_RDPLUS_OFF) {
+        want(conn, FUSE_CAP_READDIRPLUS, 0);
+        want(conn, FUSE_CAP_READDIRPLUS_AUTO, 0);
+    } else if (c->readdirplus == PYFUSE_RDPLUS_ALWAYS) {
+        want(conn, FUSE_CAP_READDIRPLUS, 1);
+        want(conn, FUSE_CAP_READDIRPLUS_AUTO, 0); /* without AUTO the kernel always sends plus */
+    }
+    if (c->writeback_cache)
+        want(conn, FUSE_CAP_WRITEBACK_CACHE, 1);
+    if (c->posix_acl)
+        want(conn, FUSE_CAP_POSIX_ACL, 1);
     cfg->entry_timeout = c->entry_timeout;
     cfg->attr_timeout = c->attr_timeout;
     cfg->negative_timeout = c->negative_timeout;
@@ -109,10 +120,11 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
         return -ENAMETOOLONG;
     res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
     if (res == 0 && !pyfuse_valid_type(a.mode)) {
-        char msg[160];
+        char msg[512];
 
-        snprintf(msg, sizeof msg, "getattr returned mode %#llo, which has no valid file type; "
-                 "replying EIO", (unsigned long long)a.mode);
+        snprintf(msg, sizeof msg, "getattr of %.300s returned mode %#llo, which has no valid "
+                 "file type; replying EIO", path ? path : "(unlinked file)",
+                 (unsigned long long)a.mode);
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg); /* 3: LOG_ERR */
         return -EIO;
     }

@@ -17,6 +17,13 @@ enum {
     PYFUSE_LOG_SHIM = 100
 };
 
+/* Config(readdirplus=...): when the kernel asks for attributes with the names. */
+enum pyfuse_readdirplus {
+    PYFUSE_RDPLUS_AUTO = 0,     /* the kernel's adaptive mode: plus while the reader stats */
+    PYFUSE_RDPLUS_ALWAYS = 1,   /* every listing is READDIRPLUS */
+    PYFUSE_RDPLUS_OFF = 2       /* plain READDIR only; attributes come from lookups */
+};
+
 /* How an open directory's listing is numbered (struct pyfuse_dir.mode). */
 enum pyfuse_dir_mode {
     PYFUSE_DIR_UNKNOWN = 0,     /* no batch handed out yet */
@@ -109,6 +116,9 @@ struct pyfuse_config {
     /* the connection (0 / -1: libfuse's default) */
     unsigned max_write, max_read, max_readahead, max_background;
     int splice_read, splice_write, splice_move;
+    int readdirplus;     /* enum pyfuse_readdirplus */
+    int writeback_cache; /* 1: ask for the kernel's writeback cache */
+    int posix_acl;       /* 1: the kernel applies POSIX ACLs (system.posix_acl_*) itself */
 };
 
 typedef struct pyfuse_session pyfuse_session;

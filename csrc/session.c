@@ -168,18 +168,29 @@ int pyfuse_get_context(struct pyfuse_ctx *out)
     return 0;
 }
 
+/* libfuse writes some messages in pieces ("fuse: unknown option(s): `", "-o bogusopt", "'\n"):
+ * the pieces are gathered per thread until the newline, so Python gets one record a message.
+ * (Thread-local: each thread's message in progress; the only other state the shim keeps
+ * outside struct pyfuse_session, and it holds no pointer.) */
+static __thread char log_msg[1024];
+static __thread size_t log_len;
+
 static void log_to_python(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-    char msg[1024];
-    int len = vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t room = sizeof log_msg - log_len;
+    int n = vsnprintf(log_msg + log_len, room, fmt, ap);
 
-    if (len < 0)
+    if (n < 0)
         return;
-    if ((size_t)len >= sizeof msg)
-        len = sizeof msg - 1;
-    while (len > 0 && msg[len - 1] == '\n')
-        msg[--len] = '\0';
-    pyfuse_cb_log((int)level, msg);
+    log_len += (size_t)n < room ? (size_t)n : room - 1;
+    if (log_len > 0 && log_msg[log_len - 1] != '\n' && log_len < sizeof log_msg - 1)
+        return; /* a piece: wait for the rest of the line */
+    while (log_len > 0 && log_msg[log_len - 1] == '\n')
+        log_msg[--log_len] = '\0';
+    if (log_len > 0)
+        pyfuse_cb_log((int)level, log_msg);
+    log_len = 0;
+    log_msg[0] = '\0';
 }
 
 void pyfuse_log_init(void)

@@ -3,7 +3,22 @@
 Subclass :class:`Operations`, then ``pyfuse.run(ops, mountpoint)`` or
 ``with pyfuse.mount(ops, mountpoint): ...``. See docs/ for guides.
 """
-from .errors import FuseError
+try:
+    from ._pyfuse_c import lib as _lib  # noqa: F401  (the compiled shim; all below needs it)
+except ModuleNotFoundError as _e:
+    if _e.name != __name__ + "._pyfuse_c":
+        raise
+    raise ImportError(
+        f"pyfuse: the compiled shim pyfuse._pyfuse_c is not in {__path__[0]}, a source tree "
+        "that was not built in place: run from another directory to use the installed pyfuse, "
+        "or build it here with: pip install -e ."
+    ) from None
+except ImportError as _e:
+    raise ImportError(f"pyfuse: the compiled shim pyfuse._pyfuse_c did not load ({_e}); "
+                      "libfuse 3 must be installed (Debian/Ubuntu: apt-get install fuse3)"
+                      ) from None
+
+from .errors import FuseError  # noqa: E402
 from .mounts import abort, is_mounted, unmount
 from .operations import Operations
 from .session import Session, context, mount, run

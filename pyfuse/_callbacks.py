@@ -55,7 +55,7 @@ def pyfuse_cb_getattr(h, path, out, fh, has_fh):
         except Exception as e:
             raise BadReturn(f"getattr returned an invalid attribute object: {e}") from None
     except BaseException as e:
-        return s._fail(e, "getattr")
+        return s._fail(e, "getattr", path)
     _memmove(out, packed, _ATTR_SIZE)
     return 0
 
@@ -70,7 +70,7 @@ def pyfuse_cb_read(h, path, buf, size, off, fh, fdr):
             return 0
         return copy_out(data, buf, size, "read")
     except BaseException as e:
-        return s._fail(e, "read")
+        return s._fail(e, "read", path)
 
 
 @extern
@@ -82,7 +82,7 @@ def pyfuse_cb_write(h, path, buf, size, off, fh):
             raise BadReturn(f"write must return the number of bytes written (0..{size}), "
                             f"not {n!r}")
     except BaseException as e:
-        return s._fail(e, "write")
+        return s._fail(e, "write", path)
     return n
 
 

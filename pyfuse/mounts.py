@@ -43,6 +43,12 @@ def fuse_device(mountpoint: str) -> Optional[str]:
     return found
 
 
+def _covered(connection: str) -> bool:
+    """True if a mount of FUSE connection ``connection`` ("major:minor") still exists in this
+    namespace (whether or not another mount covers it)."""
+    return any(d == connection for _, d, t in _mountinfo() if t.startswith("fuse"))
+
+
 def is_mounted(mountpoint: str) -> bool:
     """True if a FUSE filesystem is mounted at ``mountpoint`` (read from /proc/self/mountinfo)."""
     return fuse_device(mountpoint) is not None

@@ -204,7 +204,15 @@ class Operations:
     # -- extended attributes ----------------------------------------------------------------
     def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
         """Set extended attribute ``name``; ``flags`` may be ``os.XATTR_CREATE`` (``EEXIST`` if
-        it exists) or ``os.XATTR_REPLACE`` (``ENODATA`` if it does not)."""
+        it exists) or ``os.XATTR_REPLACE`` (``ENODATA`` if it does not).
+
+        Do not store every name blindly: ``system.posix_acl_access`` and
+        ``system.posix_acl_default`` are POSIX ACLs, which ``cp -a``, ``rsync -A`` and
+        ``setfacl`` write. Stored but not applied, they change nothing while the tools believe
+        the permissions were set (and ``ls -l`` then shows a ``+``). Either raise
+        ``FuseError(errno.EOPNOTSUPP)`` for ``system.*`` names (the tools then fall back to
+        the mode bits), or mount with ``Config(posix_acl=True)``, where the kernel applies
+        them (and keeps the mode bits in step) and only asks you to store them."""
         raise _enosys()
 
     def getxattr(self, path: str, name: str) -> bytes:

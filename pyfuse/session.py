@@ -7,6 +7,7 @@ outlives the C instance, so callbacks never see a dead handle.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -20,7 +21,7 @@ from ._core.convert import path as _decode_path
 from ._core.readdir import Listings
 from ._pyfuse_c import ffi, lib
 from .errors import errno_for
-from .mounts import _abort_connection, _clean_stale, fuse_device, is_mounted, unmount
+from .mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
 from .operations import Operations, implemented
 from .types import Config, Context
 
@@ -38,6 +39,39 @@ def _escape(v: str) -> str:
     return v.replace("\\", "\\\\").replace(",", "\\,")
 
 
+_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config)}
+
+
+def _config_value(name: str, v: Any) -> Any:
+    """A mount option's value for the Config field it names (-o style strings accepted)."""
+    default = _CONFIG_DEFAULTS[name]
+    try:
+        if isinstance(default, bool) or name.startswith("splice_"):
+            if isinstance(v, str):
+                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise ValueError(v)
+                return v.lower() in ("1", "true", "yes", "on")
+            return bool(v) if v is not None else True
+        if isinstance(default, float):
+            return float(v)
+        if isinstance(default, str):
+            return str(v)
+        if isinstance(v, str):
+            return int(v, 8 if name == "umask" else 0)
+        return int(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"mount option {name}={v!r}: not a valid value for Config.{name}") \
+            from None
+
+
+def _split_options(options: Optional[Mapping[str, Any]], config: Config
+                   ) -> tuple[dict[str, Any], Config]:
+    """Options that name a Config field set it (on a copy); the rest are mount options."""
+    opts = dict(options or {})
+    overrides = {k: _config_value(k, opts.pop(k)) for k in list(opts) if k in _CONFIG_DEFAULTS}
+    return opts, dataclasses.replace(config, **overrides) if overrides else config
+
+
 class Session:
     """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly.
 
@@ -50,12 +84,12 @@ class Session:
                  default_permissions: bool = False, fsname: Optional[str] = None,
                  subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
                  config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
-                 signals: Optional[bool] = None) -> None:
+                 signals: Optional[bool] = None, stack: bool = False) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
         self.ops = ops
         self.mountpoint = os.path.abspath(mountpoint)
-        self.config = config or Config()
+        options, self.config = _split_options(options, config or Config())
         #: "0:NN", the kernel's id of this mount's connection (/sys/fs/fuse/connections/NN),
         #: once mounted.
         self.connection: Optional[str] = None
@@ -63,6 +97,7 @@ class Session:
         self._max_threads = max_threads
         self._clone_fd = clone_fd
         self._signals = signals
+        self._stack = stack
         self._fatal: Optional[BaseException] = None
         self._listings = Listings(self._fail, _decode_path)
         self._handle = ffi.new_handle(self)
@@ -82,14 +117,14 @@ class Session:
             opts.append("ro")
         if allow_other:
             opts.append("allow_other")
-        if default_permissions:
+        if default_permissions or self.config.posix_acl:
             opts.append("default_permissions")
         opts.append("fsname=" + _escape(fsname or "pyfuse"))
         if subtype:
             opts.append("subtype=" + _escape(subtype))
         if self.config.max_read:
             opts.append(f"max_read={int(self.config.max_read)}")  # libfuse wants both
-        for k, v in (options or {}).items():
+        for k, v in options.items():
             if v is True or v is None:
                 opts.append(k)
             elif v is not False:
@@ -97,9 +132,14 @@ class Session:
         self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
 
     # -- used by the callbacks -------------------------------------------------------------
-    def _fail(self, exc: BaseException, op: str) -> int:
+    def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
         """The negative errno a callback returns for an exception a handler raised (the policy
-        of :mod:`pyfuse.errors`); a KeyboardInterrupt or SystemExit stops the filesystem."""
+        of :mod:`pyfuse.errors`); a KeyboardInterrupt or SystemExit stops the filesystem.
+        ``where`` (the C path the request names) goes into what is logged."""
+        if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+            return -exc.errno  # the common case (ENOENT...): nothing logged, nothing decoded
+        if where is not None:
+            op = f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
         if isinstance(exc, Exception):
             return -errno_for(exc, op)
         self._fatal_error(exc, op)
@@ -119,6 +159,11 @@ class Session:
         if not os.path.isdir(self.mountpoint):
             raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
                                      self.mountpoint)
+        live = fuse_device(self.mountpoint)
+        if live is not None and not self._stack:
+            raise OSError(errno.EBUSY, f"mounting at {self.mountpoint}: a live FUSE filesystem "
+                          f"(connection {live}) is mounted there already; unmount it first, or "
+                          "pass stack=True to mount on top of it")
         argv = [ffi.new("char[]", a.encode()) for a in self._argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
         self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self._opmask,
@@ -157,19 +202,34 @@ class Session:
 
     def _teardown(self) -> None:
         if self._c != ffi.NULL:
+            conn = self.connection
+            if conn is not None and fuse_device(self.mountpoint) not in (conn, None) \
+                    and _covered(conn):
+                # Another filesystem is mounted on top: unmounting by path would take that one
+                # down. Abort this connection; libfuse then skips the unmount.
+                _abort_connection(conn)
             lib.pyfuse_unmount(self._c)
             lib.pyfuse_destroy(self._c)
             self._c = ffi.NULL
         self._listings.close_all()
 
     def stop(self) -> None:
-        """End the loop by unmounting (safe from any thread; a no-op once unmounted)."""
+        """End the loop by unmounting this session's own mount (safe from any thread; a no-op
+        once unmounted). If another FUSE filesystem was mounted on top of it (``stack=True``),
+        that one is left alone: this session's connection is aborted instead (root), and the
+        covered mount is cleaned up by the next mount at that place."""
         if self._stopping:
             return
         self._stopping = True
         try:
-            if is_mounted(self.mountpoint):
+            top = fuse_device(self.mountpoint)
+            if top is not None and top == self.connection:
                 unmount(self.mountpoint)
+            elif top is not None and self.connection is not None and _covered(self.connection):
+                log.warning("%s: another FUSE filesystem (connection %s) is mounted on top of "
+                            "this one (%s); leaving it, and aborting this one's connection",
+                            self.mountpoint, top, self.connection)
+                _abort_connection(self.connection)
         except OSError as e:
             log.error("%s: unmount failed: %s", self.mountpoint, e)
 
@@ -185,9 +245,12 @@ def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
     thread),
     ``debug`` (libfuse's request trace, logged on the ``pyfuse`` logger at DEBUG), ``ro``,
     ``allow_other``, ``default_permissions``, ``fsname``, ``subtype``, ``options`` (a dict of
-    further ``-o`` mount options; True for a flag), ``config`` (a :class:`Config`),
+    further ``-o`` mount options, True for a flag; a key that names a :class:`Config` field,
+    such as ``attr_timeout`` or ``direct_io``, sets that field of ``config`` instead, with
+    ``-o`` style strings accepted: ``{"attr_timeout": "0"}``), ``config`` (a :class:`Config`),
     ``max_threads``, ``clone_fd`` (a ``/dev/fuse`` descriptor per worker, on libfuse's own
-    multi-threaded loop), ``signals`` (default: only in the main thread).
+    multi-threaded loop), ``signals`` (default: only in the main thread), ``stack`` (mount on
+    top of a live FUSE filesystem at the same place; by default that is refused with EBUSY).
     """
     s = Session(ops, mountpoint, **kwargs)
     s.mount()
@@ -198,7 +261,11 @@ class mount:  # noqa: N801  (used as a function: ``with pyfuse.mount(...)``)
     """``with pyfuse.mount(ops, mountpoint, **kwargs) as session:`` mounts, serves on a
     background thread and unmounts on exit. Returns once the kernel mount is live. An error in
     the serving thread (or a handler's KeyboardInterrupt/SystemExit) is re-raised on exit.
-    Takes the keyword arguments of :func:`run`."""
+    Takes the keyword arguments of :func:`run`.
+
+    The handlers run in this process and need its GIL: a client in the same process must not
+    enter the mount while holding the GIL (``mmap`` of a file of the mount; on Python 3.9 and 3.10,
+    ``os.DirEntry.stat()``), or it deadlocks; use ``os.lstat(entry.path)`` or a subprocess."""
 
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         kwargs.setdefault("signals", False)

@@ -80,7 +80,11 @@ def wait_for_mount(mountpoint: str, timeout: float = 10.0,
 @contextlib.contextmanager
 def mounted(ops: Any, mountpoint: Optional[str] = None, **kwargs: Any) -> Iterator[Session]:
     """Mount ``ops`` in this process (a background thread serves it); yields the Session, whose
-    ``mountpoint`` attribute is the path. A temporary mount point is made when none is given."""
+    ``mountpoint`` attribute is the path. A temporary mount point is made when none is given.
+
+    The test is a client in the serving process: it must not enter the mount while holding
+    the GIL (``mmap``; on Python 3.9 and 3.10 ``os.DirEntry.stat()``) or it deadlocks; use
+    ``os.lstat(entry.path)``, or :func:`mounted_process` for such clients."""
     tmp = None
     if mountpoint is None:
         tmp = mountpoint = tempfile.mkdtemp(prefix="pyfuse-test-")

@@ -16,6 +16,11 @@ class Attr:
 
     Times are integer nanoseconds since the epoch. ``ino`` is only passed to the kernel when the
     mount uses ``Config(use_ino=True)``; otherwise libfuse numbers inodes itself.
+
+    Every field has a default, and the defaults are literal: ``mode`` 0 has no file type (give
+    one, e.g. ``stat.S_IFREG | 0o644``, or the request fails with EIO), ``uid``/``gid`` 0 is
+    root, and times 0 show as 1970-01-01 (pass ``time.time_ns()`` or the source's times).
+    ``Attr.from_stat(os.lstat(p))`` fills every field from a real file.
     """
 
     __slots__ = ("mode", "ino", "nlink", "uid", "gid", "size", "blocks", "rdev", "blksize",
@@ -111,6 +116,18 @@ class Config:
     I/O) in flight. ``splice_read``/``splice_write``/``splice_move``: ``None`` keeps libfuse's
     default; ``True`` asks for moving request and reply data through pipes with ``splice(2)``
     (used for :class:`FdRange` replies and :meth:`Operations.write_fd`), ``False`` declines.
+
+    ``readdirplus``: when the kernel asks for attributes with a listing (docs/readdir.md).
+    ``"auto"`` (the kernel's adaptive mode) sends READDIRPLUS while the reader also stats the
+    entries, as ``ls -l`` does, and plain READDIR for names-only listings; but a reader that
+    lists a whole directory before it stats (``find -ls``, ``du``, rsync, anything built on
+    fts) gets plain READDIR and then one LOOKUP per entry. ``"always"`` makes every listing
+    READDIRPLUS (best when readdir yields attributes cheaply); ``"off"`` never asks.
+    ``writeback_cache``: the kernel caches writes and sends them later, in larger requests,
+    and keeps file sizes itself (the filesystem must not change files behind its back).
+    ``posix_acl``: the kernel applies POSIX ACLs (``system.posix_acl_access``/``_default``,
+    stored with the filesystem's setxattr/getxattr) to permission checks, umask and new files;
+    it implies the ``default_permissions`` mount option, which pyfuse then adds.
     """
 
     entry_timeout: float = 1.0
@@ -134,6 +151,14 @@ class Config:
     splice_read: Optional[bool] = None
     splice_write: Optional[bool] = None
     splice_move: Optional[bool] = None
+    readdirplus: str = "auto"
+    writeback_cache: bool = False
+    posix_acl: bool = False
+
+    def __post_init__(self) -> None:
+        if self.readdirplus not in ("auto", "always", "off"):
+            raise ValueError(f"Config.readdirplus must be 'auto', 'always' or 'off', not "
+                             f"{self.readdirplus!r}")
 
 
 class Lock:

@@ -2,6 +2,8 @@
 filesystem runs."""
 from __future__ import annotations
 
+import glob
+import importlib
 import os
 import re
 import sys
@@ -32,3 +34,36 @@ def test_readme_hello_runs(tmp_path, mnt):
     with testing.mounted_process([sys.executable, str(script), mnt], mnt):
         assert os.listdir(mnt) == ["hello"]
         assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+
+
+def _resolve(dotted: str) -> bool:
+    """Whether ``pyfuse.a.b`` is importable as shown: the longest importable module prefix,
+    then attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.nofuse
+def test_every_name_the_docs_show_is_importable():
+    """Every ``pyfuse.NAME`` (or ``pyfuse.module.NAME``) in the README, docs/ and the
+    docstrings the reference is made of can be imported or reached as written."""
+    texts = [os.path.join(ROOT, "README.md"),
+             *glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    missing = set()
+    for path in texts:
+        with open(path) as f:
+            for name in re.findall(r"\bpyfuse(?:\.[A-Za-z_]\w*)+", f.read()):
+                if name.endswith((".md", ".py", ".c", ".h", ".json")) or _resolve(name):
+                    continue
+                missing.add((os.path.relpath(path, ROOT), name))
+    assert not missing, sorted(missing)

@@ -153,3 +153,46 @@ def test_keyboard_interrupt_in_handler_stops_and_reraises(mnt):
 def test_fuse_error_is_oserror():
     e = FuseError(errno.ENOENT)
     assert isinstance(e, OSError) and e.errno == errno.ENOENT and "No such file" in str(e)
+
+
+def test_errors_name_the_operation_and_path(fs, caplog):
+    """A handler's traceback and a bad return value are logged with the operation and the
+    path they happened on, in one line a user can act on."""
+    for name, what in (("runtime", "raised RuntimeError"),
+                       ("badtype", "getattr returned an invalid attribute object")):
+        caplog.clear()
+        with pytest.raises(OSError):
+            os.stat(os.path.join(fs, name))
+        line = next(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+        assert line.startswith(f"getattr '/{name}'") and what in line, line
+    caplog.clear()
+    with pytest.raises(OSError):
+        open(os.path.join(fs, "badopen"))
+    line = next(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert line.startswith("open '/badopen': open must return"), line
+
+
+class _BadName(pyfuse.Operations):
+    def getattr(self, path, fh):
+        return Attr(mode=(stat.S_IFDIR | 0o755) if path == "/" else stat.S_IFREG | 0o644)
+
+    def readdir(self, path, offset, fh, plus):
+        return [".", "..", "good", "bad/name"]
+
+
+def test_readdir_error_names_the_entry(mount_ops, mnt, caplog):
+    mount_ops(_BadName())
+    with pytest.raises(OSError):
+        os.listdir(mnt)
+    line = next(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert line.startswith("readdir '/': readdir yielded an invalid name") and \
+        "entry 3 of the listing ('bad/name')" in line, line
+
+
+def test_libfuse_message_is_one_record(mnt, caplog):
+    """libfuse prints some messages in pieces; the logger gets each message whole."""
+    with pytest.raises(RuntimeError):
+        pyfuse.Session(_BadName(), mnt, options={"bogusopt": True}).mount()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "pyfuse"
+            and r.getMessage().startswith("libfuse:")]
+    assert any("unknown option" in m and "bogusopt" in m for m in msgs), msgs

@@ -10,6 +10,7 @@ import glob
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -80,15 +81,23 @@ def test_wheel_contents_and_tags(dist):
         assert f"{tool}; extra == \"test\"" not in requires, requires
 
 
-def test_wheel_installs_and_mounts_without_the_source_tree(dist, tmp_path):
-    py = _venv(tmp_path / "venv")
-    _run(py, "-m", "pip", "install", "-q", dist["wheel"], cwd=tmp_path)
+@pytest.fixture(scope="module")
+def wheel_venv(dist: dict[str, str], tmp_path_factory: Any) -> str:
+    """A fresh venv with the wheel installed (and nothing of the source tree)."""
+    path = tmp_path_factory.mktemp("wheelvenv")
+    py = _venv(path / "venv")
+    _run(py, "-m", "pip", "install", "-q", dist["wheel"], cwd=path)
+    return py
+
+
+def test_wheel_installs_and_mounts_without_the_source_tree(wheel_venv, tmp_path):
+    py = wheel_venv
     work = tmp_path / "elsewhere"
     work.mkdir()
     out = _run(py, "-c", "import importlib.metadata, pyfuse; print(pyfuse.__file__); "
                "print(importlib.metadata.version('pyfuse'), pyfuse.__version__)", cwd=work).stdout
     where, versions = out.splitlines()
-    assert where.startswith(str(tmp_path / "venv"))
+    assert where.startswith(os.path.dirname(os.path.dirname(py)))
     assert versions == f"{pyfuse.__version__} {pyfuse.__version__}"
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -106,6 +115,22 @@ def test_wheel_installs_and_mounts_without_the_source_tree(dist, tmp_path):
                        timeout=60)
     subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
     assert r.returncode == 0 and r.stdout == "Hello World!\n", r.stderr
+
+
+@pytest.mark.nofuse
+def test_source_tree_without_build_says_what_to_do(wheel_venv, tmp_path):
+    """Running in a source tree (cwd first on sys.path) that has no compiled shim, with pyfuse
+    installed elsewhere: one line that says what happened and what to do, no bare
+    ModuleNotFoundError."""
+    shutil.copytree(os.path.join(ROOT, "pyfuse"), tmp_path / "pyfuse",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    r = subprocess.run([wheel_venv, "-m", "pyfuse.examples.hello", str(tmp_path / "mnt")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: pyfuse: the compiled shim pyfuse._pyfuse_c is not in "
+                           f"{tmp_path / 'pyfuse'}"), r.stderr
+    assert "run from another directory" in last and "pip install -e ." in last
 
 
 def test_sdist_runs_its_own_tests(dist, tmp_path):

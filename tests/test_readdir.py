@@ -81,13 +81,18 @@ def test_sizes_and_modes(mount_ops, mnt, n, mode, as_list):
     assert sorted(os.listdir(os.path.join(mnt, "d"))) == names(n)
 
 
+# In-process clients stat with os.lstat(entry.path), never DirEntry.stat(): on Python 3.9-3.10
+# DirEntry.stat() keeps the GIL during the system call, which then waits for a handler that
+# needs that GIL (docs/testing.md). Same request for the kernel either way.
+
+
 def test_list_is_sliced_not_copied(mount_ops, mnt):
     """A returned list is served by slicing it a batch at a time, and each entry goes out once
     across the requests; scandir sees readdirplus attributes from it."""
     ops = Listing(5000, "attrs", as_list=True)
     mount_ops(ops)
     with os.scandir(os.path.join(mnt, "d")) as it:
-        sizes = [(e.name, e.stat(follow_symlinks=False).st_size) for e in it]
+        sizes = [(e.name, os.lstat(e.path).st_size) for e in it]
     assert sizes == [(n, i) for i, n in enumerate(names(5000))]
     assert len(ops.readdir_calls) == 1
 
@@ -114,7 +119,7 @@ def test_plus_attrs_spare_lookups(mount_ops, mnt):
     sizes = {}
     with os.scandir(d) as it:
         for e in it:
-            sizes[e.name] = e.stat(follow_symlinks=False).st_size
+            sizes[e.name] = os.lstat(e.path).st_size
     assert sizes == {n: i for i, n in enumerate(names(1000))}
     # readdirplus handed the attributes over: no getattr call per entry
     assert ops.getattr_calls - before < 10, ops.getattr_calls - before
@@ -124,7 +129,7 @@ def test_plus_attrs_spare_lookups(mount_ops, mnt):
 def test_tuple_entries_carry_attrs(mount_ops, mnt, mode):
     mount_ops(Listing(300, mode))
     with os.scandir(os.path.join(mnt, "d")) as it:
-        sizes = {e.name: e.stat(follow_symlinks=False).st_size for e in it}
+        sizes = {e.name: os.lstat(e.path).st_size for e in it}
     assert sizes == {n: i for i, n in enumerate(names(300))}
 
 
@@ -391,3 +396,66 @@ def test_offsets_ignored_by_the_filesystem_still_end(mount_ops, mnt, n):
     assert sorted(set(got)) == names(n)
     if n == 2:
         assert sorted(got) == names(2)
+
+
+def _opcodes(caplog) -> list[str]:
+    return [m.split("opcode: ")[1].split()[0] for m in (r.getMessage() for r in caplog.records)
+            if "opcode: " in m]
+
+
+def test_readdirplus_always_serves_find_ls_without_lookups(mount_ops, mnt, caplog):
+    """find -ls reads the whole directory before it stats (fts): in the kernel's adaptive mode
+    that is plain READDIR and then a LOOKUP per entry; readdirplus="always" hands out the
+    attributes with the names."""
+    ops = Listing(1000, "attrs")
+    mount_ops(ops, config=pyfuse.Config(readdirplus="always"))
+    os.stat(os.path.join(mnt, "d"))
+    before = ops.getattr_calls
+    out = subprocess.run(["find", os.path.join(mnt, "d"), "-ls"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.count("\n") == 1001
+    assert ops.getattr_calls - before <= 3, ops.getattr_calls - before
+
+
+def test_readdirplus_auto_lookups_for_find_ls(mount_ops, mnt):
+    """The same find -ls in the default ("auto") mode: the kernel's adaptive mode costs a
+    lookup per entry (this is what "always" is for)."""
+    ops = Listing(1000, "attrs")
+    mount_ops(ops)
+    os.stat(os.path.join(mnt, "d"))
+    before = ops.getattr_calls
+    subprocess.run(["find", os.path.join(mnt, "d"), "-ls"], capture_output=True, check=True)
+    assert ops.getattr_calls - before > 500, ops.getattr_calls - before
+
+
+@pytest.mark.parametrize("mode", ["auto", "always", "off"])
+def test_readdirplus_modes_names_only(mount_ops, mnt, caplog, mode):
+    """A names-only listing (os.listdir of 1,000 entries, several requests): in "auto" the
+    kernel asks for attributes with the first request only (where the listing starts) and the
+    rest is plain READDIR; in "always" every request is READDIRPLUS; in "off" none, and not for
+    `ls -l` either."""
+    caplog.set_level(logging.DEBUG, logger="pyfuse")
+    ops = Listing(1000, "attrs")
+    mount_ops(ops, debug=True, config=pyfuse.Config(readdirplus=mode))
+    d = os.path.join(mnt, "d")
+    os.stat(d)
+    caplog.clear()
+    os.listdir(d)
+    seen = [o for o in _opcodes(caplog) if o.startswith("READDIR")]
+    plus, plain = seen.count("READDIRPLUS"), seen.count("READDIR")
+    assert len(seen) >= 2, seen
+    if mode == "auto":
+        assert plus <= 1 and plain >= 1, seen
+    elif mode == "always":
+        assert plain == 0, seen
+    else:
+        assert plus == 0, seen
+    if mode == "off":
+        caplog.clear()
+        subprocess.run(["ls", "-l", d], capture_output=True, check=True)
+        assert "READDIRPLUS" not in _opcodes(caplog)
+
+
+def test_readdirplus_config_is_checked():
+    with pytest.raises(ValueError, match="readdirplus must be 'auto', 'always' or 'off'"):
+        pyfuse.Config(readdirplus="sometimes")

@@ -233,3 +233,85 @@ def test_single_threaded_loop(mount_ops, mnt):
     assert open(os.path.join(mnt, "x")).read() == "single"
 
 
+
+
+class _CountingGetattr(Hello):
+    def __init__(self) -> None:
+        self.getattrs = 0
+
+    def getattr(self, path, fh):
+        self.getattrs += 1
+        return super().getattr(path, fh)
+
+
+def test_options_naming_a_config_field_set_it(mount_ops, mnt):
+    """options={"attr_timeout": 0} is the Config field, for every caller (not only the
+    examples' command line): with the attribute cache off, every stat reaches getattr."""
+    ops = _CountingGetattr()
+    session = mount_ops(ops, options={"attr_timeout": 0, "entry_timeout": "0", "noatime": True},
+                        config=pyfuse.Config(negative_timeout=0.5))
+    assert (session.config.attr_timeout, session.config.entry_timeout,
+            session.config.negative_timeout) == (0.0, 0.0, 0.5)
+    p = os.path.join(mnt, "hello")
+    os.stat(p)
+    before = ops.getattrs
+    for _ in range(5):
+        os.stat(p)
+    assert ops.getattrs - before >= 5  # cached for 1 s by default: 0 more calls
+    with open("/proc/self/mountinfo") as f:
+        line = next(x for x in f if f" {mnt} " in x)
+    assert "noatime" in line and "attr_timeout" not in line
+
+
+def test_option_with_a_bad_config_value_names_it(mnt):
+    with pytest.raises(ValueError, match=r"attr_timeout='soon'.*Config\.attr_timeout"):
+        pyfuse.Session(Hello(), mnt, options={"attr_timeout": "soon"})
+    with pytest.raises(ValueError, match=r"direct_io='maybe'"):
+        pyfuse.Session(Hello(), mnt, options={"direct_io": "maybe"})
+    s = pyfuse.Session(Hello(), mnt, options={"direct_io": "on", "umask": "022",
+                                              "max_write": "131072"})
+    assert (s.config.direct_io, s.config.umask, s.config.max_write) == (True, 0o22, 131072)
+
+
+def test_mounting_over_a_live_mount_is_refused(tmp_path):
+    mnt = str(tmp_path)
+    with pyfuse.mount(Hello(), mnt) as first:
+        with pytest.raises(OSError, match=r"live FUSE filesystem \(connection \d+:\d+\)") as ei:
+            with pyfuse.mount(Hello(), mnt):
+                pass
+        assert ei.value.errno == errno.EBUSY
+        assert pyfuse.mounts.fuse_device(mnt) == first.connection
+        assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+
+
+class _Other(Hello):
+    def getattr(self, path, fh):
+        if path == "/other":
+            return Attr(mode=stat.S_IFREG | 0o444)
+        return super().getattr(path, fh)
+
+    def readdir(self, path, offset, fh, plus):
+        return [".", "..", "other"]
+
+
+def test_stop_unmounts_only_its_own_mount(tmp_path):
+    """stack=True mounts on top of a live mount; the covered session's stop() leaves the one
+    on top alone (it used to unmount whatever was on top of the path)."""
+    mnt = str(tmp_path)
+    below = pyfuse.mount(Hello(), mnt)
+    s1 = below.__enter__()
+    try:
+        with pyfuse.mount(_Other(), mnt, stack=True) as s2:
+            assert s2.connection != s1.connection
+            assert os.listdir(mnt) == ["other"]
+            below.__exit__(None, None, None)     # stop the covered one
+            assert pyfuse.mounts.fuse_device(mnt) == s2.connection
+            assert os.listdir(mnt) == ["other"]  # the one on top still serves
+        assert not pyfuse.is_mounted(mnt) or pyfuse.mounts.fuse_device(mnt) != s2.connection
+    finally:
+        below.__exit__(None, None, None)
+        for _ in range(3):  # the aborted covered mount, if any, is left stale: clean it
+            if not pyfuse.is_mounted(mnt):
+                break
+            pyfuse.unmount(mnt, lazy=True)
+    assert not pyfuse.is_mounted(mnt)

@@ -15,7 +15,7 @@ import sys
 from dataclasses import fields
 from typing import Any, Optional
 
-from .._pyfuse_c import ffi
+from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
@@ -56,6 +56,10 @@ def pack_statvfs(v: Any) -> bytes:
                                v.f_flag, v.f_namemax)
 
 
+_RDPLUS = {"auto": lib.PYFUSE_RDPLUS_AUTO, "always": lib.PYFUSE_RDPLUS_ALWAYS,
+           "off": lib.PYFUSE_RDPLUS_OFF}
+
+
 def config_to_c(config: Config) -> Any:
     """The struct pyfuse_config for a :class:`Config` (None: libfuse's default for splice_*)."""
     c = ffi.new("struct pyfuse_config *")
@@ -63,6 +67,8 @@ def config_to_c(config: Config) -> Any:
         v = getattr(config, f.name)
         if f.name.startswith("splice_"):
             setattr(c, f.name, -1 if v is None else int(v))
+        elif f.name == "readdirplus":
+            c.readdirplus = _RDPLUS[v]  # checked by Config
         elif f.name in ("uid", "gid", "umask"):
             setattr(c, "set_" + ("mode" if f.name == "umask" else f.name), v is not None)
             setattr(c, f.name, v or 0)

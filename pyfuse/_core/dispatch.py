@@ -68,7 +68,7 @@ def {name}(h, {params}):
     try:
         r = fn(s, {params})
     except BaseException as e:
-        return s._fail(e, op)
+        return s._fail(e, op, {where})
     return 0 if r is None else r
 """
 _VOID_BODY = """\
@@ -77,8 +77,10 @@ def {name}(h, {params}):
     try:
         fn(s, {params})
     except BaseException as e:
-        s._fail(e, op)
+        s._fail(e, op, {where})
 """
+#: The parameter that names what a request is about, for the log (the first found).
+_WHERE = ("path", "old", "path_in")
 
 
 def callback(name: str, op: str, void: bool = False
@@ -87,15 +89,18 @@ def callback(name: str, op: str, void: bool = False
     (``pyfuse_cb_mkdir``): the shared body of every callback.
 
     The entry point takes the C arguments ``fn`` names after ``session``, and replies what ``fn``
-    returns (None: 0), or, when it raises, the negative errno ``session._fail(exc, op)`` gives
-    (the error policy of :mod:`pyfuse.errors`; ``op`` names the operation in the log). ``void``:
-    the C function returns nothing."""
+    returns (None: 0), or, when it raises, the negative errno ``session._fail(exc, op, where)``
+    gives (the error policy of :mod:`pyfuse.errors`; ``op`` and the argument named ``path``,
+    ``old`` or ``path_in``, if any, say in the log what failed where). ``void``: the C function
+    returns nothing."""
 
     def register(fn: Callable[..., Optional[int]]) -> Callable[..., Optional[int]]:
         params = list(inspect.signature(fn).parameters)[1:]
         if not all(p.isidentifier() and not keyword.iskeyword(p) for p in params):
             raise ValueError(f"{fn.__qualname__}: parameters must be plain names")
-        src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params))
+        where = next((p for p in _WHERE if p in params), "None")
+        src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params),
+                                                     where=where)
         namespace: dict[str, Any] = {"_from_handle": _from_handle, "fn": fn, "op": op}
         exec(compile(src, f"<pyfuse callback {name}>", "exec"), namespace)
         entry = namespace[name]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import stat
 from array import array
 from itertools import islice
 from typing import Any, Callable, Optional
@@ -195,13 +196,37 @@ def _pack(d: Any, batch: list[Any]) -> _Batch:
     return _Batch(names, blob, attrs_c, stride, None if mode == _POSITIONAL else offs, offs_c)
 
 
+def _culprit(b: _Batch, err: int, base: int) -> str:
+    """Which entry C refused: "entry N of the listing ('name')" (looked for only on error);
+    ``base``: the entries of the listing before this batch."""
+    names = [n.encode(ENC, "surrogateescape") if isinstance(n, str) else n for n in b.names]
+    seen: set[bytes] = set()
+    for i, raw in enumerate(names):
+        if err == errno.EINVAL and (not raw or b"/" in raw or b"\0" in raw) \
+                or err == errno.ENAMETOOLONG and len(raw) > 255 \
+                or err == errno.EEXIST and raw in seen:
+            return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
+        seen.add(raw)
+        if err == errno.EBADMSG and b.attrs:
+            a = b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE]
+            mode = ATTR_STRUCT.unpack(a)[0] if len(a) == _ATTR_SIZE else 0
+            if mode and stat.S_IFMT(mode) not in _FILE_TYPES:
+                return f"entry {base + i} of the listing ({b.names[i]!r:.80}, mode {mode:#o})"
+    return f"one of entries {base} to {base + len(names) - 1} of the listing"
+
+
+_FILE_TYPES = {stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK,
+               stat.S_IFIFO, stat.S_IFSOCK}
+
+
 def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
     """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
     any, is kept packed in ``st.left`` for the next request."""
     n = len(b.names)
     k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, st.pos)
     if k < 0:
-        raise BadReturn(_FILL_ERRORS.get(-k, "readdir: invalid batch"))
+        raise BadReturn(f"{_FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
+                        f"{_culprit(b, -k, st.pos)}")
     if k:
         st.pos += k
         st.next_off = st.pos if b.offs is None else b.offs[k - 1]
@@ -214,14 +239,15 @@ class Listings:
     """The listings in progress of one session's open directories, keyed by small integers kept
     in C's ``struct pyfuse_dir`` (never by handles).
 
-    ``fail(exc, op)`` is the session's error policy (a negative errno); ``decode`` turns the C
+    ``fail(exc, op, where)`` is the session's error policy (a negative errno; ``where`` is the
+    C argument naming the directory, for the log); ``decode`` turns the C
     argument that names the directory into what the filesystem's readdir takes (a path, an
     inode number); it runs only when a listing starts.
     """
 
     __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests")
 
-    def __init__(self, fail: Callable[[BaseException, str], int],
+    def __init__(self, fail: Callable[[BaseException, str, Any], int],
                  decode: Callable[[Any], Any]) -> None:
         self._streams: dict[int, DirStream] = {}
         self._keys = itertools.count(1)
@@ -303,12 +329,12 @@ class Listings:
                     if st.left is not None:  # the kernel buffer is full
                         st.cap = sent
                         if err is not None:
-                            st.error = -self._fail(err, "readdir")
+                            st.error = -self._fail(err, "readdir", arg)
                         break
                 if err is not None:
                     if sent == 0:
                         raise err
-                    st.error = -self._fail(err, "readdir")
+                    st.error = -self._fail(err, "readdir", arg)
                     break
                 if b is None:  # nothing left
                     if st.error:
@@ -319,7 +345,7 @@ class Listings:
         except BaseException as e:
             if st is not None:
                 st.close()
-            return self._fail(e, "readdir")
+            return self._fail(e, "readdir", arg)
         d.key = next(self._keys)
         streams[d.key] = st
         return 0

@@ -1,13 +1,12 @@
 """The command line the examples share: MOUNTPOINT, --debug, -o OPT[,OPT...], --help.
 
-``-o`` options named like a :class:`pyfuse.Config` field (``-o direct_io``,
-``-o attr_timeout=0``, ``-o max_write=131072``) change the example's Config; the others go to
-libfuse as mount options.
+``-o`` options are passed to :func:`pyfuse.run` as ``options``: those named like a
+:class:`pyfuse.Config` field (``-o direct_io``, ``-o attr_timeout=0``, ``-o max_write=131072``)
+change the example's Config there; the others go to libfuse as mount options.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from typing import Any, Optional, Sequence
@@ -42,33 +41,16 @@ def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
     for name in ("fsname", "subtype"):
         if name in options:
             kwargs[name] = str(options.pop(name))
-    fields = {f.name: f.default for f in dataclasses.fields(pyfuse.Config)}
-    overrides = {k: _config_value(k, fields[k], options.pop(k)) for k in list(options)
-                 if k in fields}
-    if overrides:
-        kwargs["config_overrides"] = overrides
     kwargs["options"] = options
     return args, kwargs
 
 
-def _config_value(name: str, default: Any, v: Any) -> Any:
-    if v is True or isinstance(default, bool) or name.startswith("splice_"):
-        return v is True or str(v).lower() in ("1", "true", "yes", "on")
-    if isinstance(default, float):
-        return float(v)
-    return int(str(v), 8 if name == "umask" else 0)
-
-
-def serve(ops: pyfuse.Operations, mountpoint: str, config: Optional[pyfuse.Config] = None,
-          config_overrides: Optional[dict[str, Any]] = None, **kwargs: Any) -> int:
-    """pyfuse.run, with a one-line message instead of a traceback for a bad mount point."""
-    if config_overrides:
-        config = dataclasses.replace(config or pyfuse.Config(), **config_overrides)
-    if config is not None:
-        kwargs["config"] = config
+def serve(ops: pyfuse.Operations, mountpoint: str, **kwargs: Any) -> int:
+    """pyfuse.run, with a one-line message instead of a traceback for a bad mount point or a
+    bad option."""
     try:
         pyfuse.run(ops, mountpoint, **kwargs)
-    except (OSError, RuntimeError) as e:
+    except (OSError, RuntimeError, ValueError) as e:
         print(f"{sys.argv[0]}: {e}", file=sys.stderr)
         return 1
     return 0

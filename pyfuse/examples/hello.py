@@ -30,8 +30,8 @@ class Hello(pyfuse.Operations):
     def open(self, path: str, flags: int) -> int:
         if path != "/hello":
             raise pyfuse.FuseError(errno.ENOENT)
-        if flags & 3 != 0:  # O_WRONLY or O_RDWR
-            raise pyfuse.FuseError(errno.EACCES)
+        if flags & 3 != 0:  # O_WRONLY or O_RDWR: this filesystem is read-only
+            raise pyfuse.FuseError(errno.EROFS)
         return 0
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -42,6 +42,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ._cli import parse, serve
 
     args, kwargs = parse("Mount a read-only filesystem holding one file, 'hello'.", argv)
+    kwargs["ro"] = True  # the kernel answers every write, create and chmod with EROFS
     return serve(Hello(), args.mountpoint, **kwargs)
 
 

@@ -109,7 +109,11 @@ def _err(code: int) -> FuseError:
 class Memory(pyfuse.Operations):
     """The in-memory filesystem; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, posix_acl: bool = False) -> None:
+        #: Mounted with Config(posix_acl=True): the kernel applies the system.posix_acl_*
+        #: attributes, so they are stored; otherwise they are refused (EOPNOTSUPP), since
+        #: storing them unapplied would tell cp -a and setfacl that permissions were set.
+        self.posix_acl = posix_acl
         self._mutex = threading.RLock()
         self.next_ino = 1
         self.root = self._new(stat.S_IFDIR | 0o755, os.getuid(), os.getgid())
@@ -466,6 +470,8 @@ class Memory(pyfuse.Operations):
 
     # -- extended attributes -----------------------------------------------------------------
     def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
+        if name.startswith("system.posix_acl_") and not self.posix_acl:
+            raise _err(errno.EOPNOTSUPP)
         with self._mutex:
             node = self._lookup(path)
             if flags & os.XATTR_CREATE and name in node.xattrs:
@@ -519,7 +525,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     args, kwargs = parse("Mount an empty in-memory read-write filesystem.", argv)
     kwargs.setdefault("default_permissions", True)
-    return serve(Memory(), args.mountpoint, config=CONFIG, **kwargs)
+    acl = str(kwargs["options"].get("posix_acl", "")).lower() in ("true", "1", "yes", "on")
+    return serve(Memory(posix_acl=acl), args.mountpoint, config=CONFIG, **kwargs)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,14 @@ users, a directory it may not enter, chown and chgrp (to its own supplementary g
 others'), setuid/setgid clearing on write and chown, O_CREAT modes under a umask."""
 from __future__ import annotations
 
+import importlib
+import importlib.abc
 import multiprocessing
 import os
+import pkgutil
 import shutil
 import stat
+import sys
 import tempfile
 import time
 import traceback
@@ -20,6 +24,31 @@ import pytest
 pytest.importorskip("hypothesis")
 
 from pyfuse.conformance import check_against, make_machine, outcome, renameat2  # noqa: E402
+
+
+def _import_everything_the_child_needs() -> None:
+    """The child that becomes the test account may not be able to read this checkout or its
+    venv (a clone in /root, which is 0700): import here, as root, every module it could import
+    later (hypothesis imports parts of itself lazily, some only when it reports a failure)."""
+    import hypothesis
+
+    for m in pkgutil.walk_packages(hypothesis.__path__, "hypothesis."):
+        if ".extra." in m.name or m.name.endswith(".extra") or "vendor" in m.name:
+            continue  # optional integrations (numpy, django, ...) that need other packages
+        try:
+            importlib.import_module(m.name)
+        except Exception:  # noqa: BLE001  (a module needing something not installed)
+            pass
+
+
+_import_everything_the_child_needs()
+
+
+class _NoImportsAsUser(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        raise ImportError(f"{name} was first imported after the child became the test account, "
+                          "which may not be able to read it (a checkout in /root); import it "
+                          "in _import_everything_the_child_needs")
 
 EXTRA = ["../shared/rootfile", "../shared/userfile", "../shared", "../private/file",
          "../shared/setuid", "../shared/setgid"]
@@ -60,6 +89,9 @@ def _as_user(user: Any, ref: str, sub: str, work: Callable[[Callable[[], None]],
 
     try:
         user.become()
+        # Whether or not this checkout is readable by the account here, behave as if it were
+        # not (a clone in /root): a module first imported after this point fails the test.
+        sys.meta_path.insert(0, _NoImportsAsUser())
         os.umask(0o027)
         work(prepare)
         q.put(None)
