@@ -28,6 +28,7 @@ deps:
 $(VENV)/.installed: $(SOURCES)
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
+	rm -rf build/temp.* build/lib.*  # objects another target built with other flags
 	$(VPY) -m pip install -q -e '.[dev]'
 	@touch $@
 
@@ -55,6 +56,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 test-sanitize: deps
 	@test -x $(SAN_VENV)/bin/python || $(PYTHON) -m venv $(SAN_VENV)
 	$(SAN_VENV)/bin/python -m pip install -q --upgrade pytest pytest-timeout hypothesis cffi "setuptools>=77" wheel
+	rm -rf build/temp.* build/lib.*  # setuptools reuses these whatever the flags: rebuild
 	PYFUSE_CFLAGS="$(SAN_FLAGS)" PYFUSE_LDFLAGS="-fsanitize=address,undefined" \
 	  $(SAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
 	rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
@@ -85,7 +87,9 @@ test-sdist: deps $(VENV)/.installed
 
 # Every Python the package claims (requires-python >= 3.9): for each, pyfuse is built and
 # installed with its test extra into its own venv (build/py/X.Y), and the core real-mount tests
-# run from outside the tree. Interpreters come from pyenv's versions or PATH (pythonX.Y); a
+# run from outside the tree (setuptools' build/temp.* and build/lib.* are removed first: it would
+# reuse objects built for another Python or with the sanitizers). Interpreters come from
+# pyenv's versions or PATH (pythonX.Y); a
 # missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
 PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
 CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py \
@@ -99,6 +103,7 @@ test-pythons: deps
 	  echo "== Python $$v: $$py"; d=$(CURDIR)/build/py/$$v; rm -rf $$d; mkdir -p $$d/run; \
 	  $$py -m venv $$d/venv; \
 	  $$d/venv/bin/python -m pip install -q --upgrade pip; \
+	  rm -rf build/temp.* build/lib.*; \
 	  $$d/venv/bin/python -m pip install -q ".[test]"; \
 	  (cd $$d/run && $$d/venv/bin/python -m pytest -p no:cacheprovider -q -m "not dev" \
 	    $(addprefix $(CURDIR)/tests/,$(CORE_TESTS)) $(PYTEST_ARGS)); \

@@ -1,6 +1,6 @@
 """The synthetic benchmark tree (bench/model.py) served by pyfuse, with the logic of bench/cref.c.
 
-    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared]
+    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
 
 readdir hands out attributes with the names (readdirplus), like the C reference. --prepared:
 /big's listing is built once, so that W3 shows the binding's own per-entry cost.
@@ -61,11 +61,12 @@ def main() -> None:
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
     p.add_argument("--prepared", action="store_true")
+    p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
     pyfuse.run(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
-               fsname="pyfuse-tree")
+               fsname="pyfuse-tree", stats=a.stats)
 
 
 if __name__ == "__main__":

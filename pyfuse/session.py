@@ -18,7 +18,10 @@ from typing import Any, Mapping, Optional
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._core.convert import config_to_c
 from ._core.convert import path as _decode_path
+from ._core.dispatch import ENTRIES
 from ._core.readdir import Listings
+from ._core.stats import Stats
+from ._core.stats import enable as enable_stats
 from ._pyfuse_c import ffi, lib
 from .errors import errno_for
 from .mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
@@ -84,7 +87,8 @@ class Session:
                  default_permissions: bool = False, fsname: Optional[str] = None,
                  subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
                  config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
-                 signals: Optional[bool] = None, stack: bool = False) -> None:
+                 signals: Optional[bool] = None, stack: bool = False,
+                 stats: bool = False) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
         self.ops = ops
@@ -106,12 +110,18 @@ class Session:
         # The bound method of each operation the subclass overrides (None for the others), as
         # _op_<name> for the callbacks, and the mask of their numbers for the C table.
         names = implemented(ops)
+        self._stats: Optional[Stats] = Stats() if stats else None
         self._opmask = 0
         for name, bit in OPS.items():
             meth = getattr(ops, name) if name in names else None
+            if meth is not None and self._stats is not None:
+                meth = self._stats.wrap_handler(meth)
             setattr(self, "_op_" + name, meth)
             if meth is not None:
                 self._opmask |= 1 << bit
+        if self._stats is not None:
+            self._listings.timer = self._stats.add_handler_time
+            enable_stats(ENTRIES)
         opts = []
         if ro:
             opts.append("ro")
@@ -130,6 +140,24 @@ class Session:
             elif v is not False:
                 opts.append(f"{k}={_escape(str(v))}")
         self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
+        {"count": N, "errors": N, "total_us": {...}, "handler_us": {...}, "pyfuse_us":
+        {...}}, ...}``. ``errors`` counts requests answered with an errno; each ``*_us`` holds
+        p50, p90, p99, max and mean in microseconds over the last 10,000 requests of that
+        operation: ``total`` the whole callback, ``handler`` the filesystem's method (for
+        readdir also pulling its entries), ``pyfuse`` the rest (decoding, conversions,
+        copies). Time in the kernel and libfuse is not included."""
+        if self._stats is None:
+            raise RuntimeError("this session was made without stats=True")
+        return self._stats.snapshot()
+
+    def stats_table(self) -> str:
+        """:meth:`stats` as a table, a line an operation (what ``--stats`` prints)."""
+        if self._stats is None:
+            raise RuntimeError("this session was made without stats=True")
+        return self._stats.format()
 
     # -- used by the callbacks -------------------------------------------------------------
     def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
@@ -250,7 +278,9 @@ def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
     ``-o`` style strings accepted: ``{"attr_timeout": "0"}``), ``config`` (a :class:`Config`),
     ``max_threads``, ``clone_fd`` (a ``/dev/fuse`` descriptor per worker, on libfuse's own
     multi-threaded loop), ``signals`` (default: only in the main thread), ``stack`` (mount on
-    top of a live FUSE filesystem at the same place; by default that is refused with EBUSY).
+    top of a live FUSE filesystem at the same place; by default that is refused with EBUSY),
+    ``stats`` (count and time every request: :meth:`Session.stats`; off by default, and then
+    nothing is timed).
     """
     s = Session(ops, mountpoint, **kwargs)
     s.mount()

@@ -103,3 +103,24 @@ def test_copytree_and_statfs(pt, tmp_path):
     assert n == 1000
     assert open(os.path.join(src, "copy.bin"), "rb").read() == open(
         os.path.join(src, "big.bin"), "rb").read()[:1000]
+
+
+def test_paths_near_path_max(example, tmp_path, mnt):
+    """A path that fits PATH_MAX in the mount works below it too, even where SOURCE + path
+    would not: the example resolves paths relative to a descriptor of SOURCE."""
+    src = tmp_path / ("s" * 200) / ("o" * 200)
+    src.mkdir(parents=True)
+    example("passthrough", str(src), mountpoint=mnt)
+    room = 4095 - len(mnt) - 1 - 20                    # the client's own path stays legal
+    depth, part = divmod(room, 201)
+    rel = "/".join(["d" * 200] * depth)
+    os.makedirs(os.path.join(mnt, rel))
+    assert len(str(src)) + 1 + len(rel) > 4095         # SOURCE + path would be too long
+    f = os.path.join(mnt, rel, "f" * 10)
+    with open(f, "w") as fp:
+        fp.write("deep")
+    assert os.stat(f).st_size == 4
+    os.rename(f, f + "x")
+    assert open(f + "x").read() == "deep"
+    os.unlink(f + "x")
+    assert os.listdir(os.path.join(mnt, rel)) == []

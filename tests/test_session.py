@@ -7,6 +7,7 @@ import errno
 import fcntl
 import os
 import select
+import signal
 import stat
 import struct
 import threading
@@ -15,7 +16,7 @@ import time
 import pytest
 
 import pyfuse
-from pyfuse import Attr, testing
+from pyfuse import Attr, is_mounted, testing
 from pyfuse.examples.hello import Hello
 from pyfuse.examples.memory import CONFIG, Memory
 
@@ -315,3 +316,54 @@ def test_stop_unmounts_only_its_own_mount(tmp_path):
                 break
             pyfuse.unmount(mnt, lazy=True)
     assert not pyfuse.is_mounted(mnt)
+
+
+class _SlowListing(Hello):
+    def readdir(self, path, offset, fh, plus):
+        time.sleep(0.02)          # in the handler itself
+        yield from (".", "..")
+        time.sleep(0.03)          # in the generator: the filesystem's code too
+        yield "hello"
+
+
+def test_stats_count_errors_and_split_the_time(mount_ops, mnt):
+    """stats=True: per operation, how many requests, how many errors, and the time of the
+    handler apart from pyfuse's own (a readdir generator's body counts as the handler's)."""
+    session = mount_ops(_SlowListing(), stats=True, config=pyfuse.Config(attr_timeout=0,
+                                                                       entry_timeout=0))
+    for _ in range(20):
+        os.stat(os.path.join(mnt, "hello"))
+    for _ in range(3):
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.path.join(mnt, "missing"))
+    assert os.listdir(mnt) == ["hello"]
+    st = session.stats()
+    g = st["getattr"]
+    assert g["count"] >= 23 and g["errors"] >= 3, g
+    assert 0 < g["handler_us"]["p50"] <= g["total_us"]["p50"], g
+    assert g["pyfuse_us"]["p50"] >= 0
+    r = st["readdir"]
+    assert r["count"] >= 1 and r["errors"] == 0
+    assert r["handler_us"]["max"] >= 50_000, r      # both sleeps are the filesystem's
+    assert r["pyfuse_us"]["max"] < 20_000, r         # and neither is pyfuse's
+    assert "getattr" in session.stats_table() and "readdir" in session.stats_table()
+
+
+def test_stats_off_by_default(mount_ops, mnt):
+    session = mount_ops(Hello())
+    with pytest.raises(RuntimeError, match="stats=True"):
+        session.stats()
+
+
+def test_example_stats_flag(example, mnt):
+    """--stats prints the table on SIGUSR1 and at exit."""
+    proc = example("hello", "--stats", mountpoint=mnt)
+    for _ in range(5):
+        open(os.path.join(mnt, "hello")).read()
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 5
+    while "getattr" not in open(proc.log).read() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    text = open(proc.log).read()
+    assert "operation" in text and "getattr" in text and "read" in text, text
+    assert is_mounted(mnt)  # SIGUSR1 did not stop it

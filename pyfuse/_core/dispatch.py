@@ -44,16 +44,23 @@ def void_onerror(exception: Any, exc_value: Any, traceback: Any) -> None:
 #: The names of the entry points registered so far (tests check them against
 #: csrc/callbacks_cdef.h: an entry point without a def_extern would answer 0, success).
 EXTERNS: set[str] = set()
+#: The entry points that serve a session's requests: {C name: (operation, function, void)}
+#: (what :mod:`.stats` wraps when a session asks for statistics).
+ENTRIES: dict[str, tuple[str, Callable[..., Any], bool]] = {}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def extern(fn: F, name: Optional[str] = None, void: bool = False) -> F:
+def extern(fn: F, name: Optional[str] = None, void: bool = False, op: Optional[str] = None
+           ) -> F:
     """Register ``fn`` as the ``extern "Python"`` entry point of its name (or ``name``), with
-    the ``onerror`` hook that fits its return type."""
+    the ``onerror`` hook that fits its return type. ``op``: the operation it serves (its
+    name without ``pyfuse_cb_`` by default; None for entry points that serve no request)."""
     name = name or fn.__name__
     ffi.def_extern(name=name, onerror=void_onerror if void else onerror)(fn)
     EXTERNS.add(name)
+    if name.startswith("pyfuse_cb_") and name != "pyfuse_cb_log":
+        ENTRIES[name] = (op or name[len("pyfuse_cb_"):], fn, void)
     return fn
 
 
@@ -106,7 +113,7 @@ def callback(name: str, op: str, void: bool = False
         entry = namespace[name]
         entry.__doc__ = fn.__doc__
         entry.__module__ = fn.__module__
-        return extern(entry, name, void)
+        return extern(entry, name, void, op)
 
     return register
 

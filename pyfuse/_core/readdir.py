@@ -14,6 +14,7 @@ import itertools
 import stat
 from array import array
 from itertools import islice
+from time import perf_counter_ns
 from typing import Any, Callable, Optional
 
 from .._pyfuse_c import ffi, lib
@@ -245,7 +246,7 @@ class Listings:
     inode number); it runs only when a listing starts.
     """
 
-    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests")
+    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer")
 
     def __init__(self, fail: Callable[[BaseException, str, Any], int],
                  decode: Callable[[Any], Any]) -> None:
@@ -256,6 +257,9 @@ class Listings:
         #: READDIR/READDIRPLUS requests that reached Python (C answers a finished listing's
         #: EOF request itself); one per kernel request otherwise, never one per entry.
         self.requests = 0
+        #: With statistics: called with the nanoseconds spent pulling entries from the
+        #: filesystem's iterator (its code), once a batch.
+        self.timer: Optional[Callable[[int], None]] = None
 
     def release(self, d: Any) -> None:
         """The directory of ``d`` (struct pyfuse_dir) is closed: close its stream, if any."""
@@ -314,6 +318,8 @@ class Listings:
                         st.idx += len(batch)
                     else:
                         batch = []
+                        timer = self.timer
+                        t0 = perf_counter_ns() if timer is not None else 0
                         try:  # on an exception, what the iterator yielded stays in batch
                             batch.extend(islice(st.it, size))
                         except Exception as e:
@@ -322,6 +328,8 @@ class Listings:
                         else:
                             if len(batch) < size:
                                 st.it = None  # exhausted
+                        if timer is not None:
+                            timer(perf_counter_ns() - t0)
                     if batch:
                         b = _pack(d, batch)
                 if b is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 from array import array
+from threading import get_ident
 from time import perf_counter_ns
 from typing import Any, Callable, Optional
 
@@ -30,22 +31,14 @@ _from_handle = ffi.from_handle
 class _Op:
     """One operation's counters and latency rings (nanoseconds)."""
 
-    __slots__ = ("count", "errors", "total", "handler", "_seq")
+    __slots__ = ("count", "errors", "total", "handler", "seq")
 
     def __init__(self) -> None:
-        self._seq = itertools.count()  # next() is atomic under the GIL
+        self.seq = itertools.count()  # next() is atomic under the GIL
         self.count = 0
         self.errors = 0
         self.total = array("q", bytes(8 * WINDOW))
         self.handler = array("q", bytes(8 * WINDOW))
-
-    def record(self, total: int, handler: int, failed: bool) -> None:
-        i = next(self._seq)
-        self.count = i + 1
-        if failed:
-            self.errors += 1
-        self.total[i % WINDOW] = total
-        self.handler[i % WINDOW] = handler
 
 
 def _percentiles(values: list[int]) -> dict[str, float]:
@@ -63,7 +56,8 @@ class Stats:
     def __init__(self) -> None:
         self._ops: dict[str, _Op] = {}
         self._lock = threading.Lock()
-        self._local = threading.local()  # the handler time of the request this thread serves
+        #: Handler time of the request each thread is serving (thread id -> ns).
+        self.pending: dict[int, int] = {}
 
     def op(self, name: str) -> _Op:
         o = self._ops.get(name)
@@ -74,23 +68,20 @@ class Stats:
 
     def add_handler_time(self, ns: int) -> None:
         """Time spent in the filesystem's code during the current request of this thread."""
-        self._local.handler = getattr(self._local, "handler", 0) + ns
-
-    def take_handler_time(self) -> int:
-        ns = getattr(self._local, "handler", 0)
-        self._local.handler = 0
-        return ns
+        ident = get_ident()
+        self.pending[ident] = self.pending.get(ident, 0) + ns
 
     def wrap_handler(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` (a bound handler) timed into the current request's handler time."""
-        add = self.add_handler_time
+        pending = self.pending
 
         def timed(*args: Any) -> Any:
             t = perf_counter_ns()
             try:
                 return fn(*args)
             finally:
-                add(perf_counter_ns() - t)
+                ident = get_ident()
+                pending[ident] = pending.get(ident, 0) + perf_counter_ns() - t
 
         return timed
 
@@ -148,11 +139,19 @@ def _timed(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         st: Optional[Stats] = _from_handle(h)._stats
         if st is None:
             return fn(h, *args)  # type: ignore[no-any-return]
-        st.take_handler_time()
+        pending = st.pending
+        ident = get_ident()
+        pending[ident] = 0
         t = perf_counter_ns()
         r = fn(h, *args)
         total = perf_counter_ns() - t
-        st.op(op).record(total, st.take_handler_time(), type(r) is int and r < 0)
+        o = st._ops.get(op) or st.op(op)
+        i = next(o.seq)
+        o.count = i + 1
+        if type(r) is int and r < 0:
+            o.errors += 1
+        o.total[i % WINDOW] = total
+        o.handler[i % WINDOW] = pending.pop(ident, 0)
         return r  # type: ignore[no-any-return]
 
     return entry

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from typing import Any, Optional, Sequence
 
 import pyfuse
@@ -23,6 +25,8 @@ def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
     p.add_argument("mountpoint", help="empty directory to mount on")
     p.add_argument("--debug", action="store_true", help="log every request (libfuse -d)")
     p.add_argument("--single", action="store_true", help="serve with one thread")
+    p.add_argument("--stats", action="store_true",
+                   help="count and time every request; print the table at exit and on SIGUSR1")
     p.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
                    help="mount option, e.g. -o allow_other or -o fsname=demo")
     args = p.parse_args(argv)
@@ -34,7 +38,8 @@ def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
             if opt:
                 k, eq, v = opt.partition("=")
                 options[k] = v if eq else True
-    kwargs: dict[str, Any] = {"debug": args.debug, "threads": not args.single}
+    kwargs: dict[str, Any] = {"debug": args.debug, "threads": not args.single,
+                              "stats": args.stats}
     for flag in ("ro", "allow_other", "default_permissions"):
         if options.pop(flag, False):
             kwargs[flag] = True
@@ -45,11 +50,33 @@ def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
     return args, kwargs
 
 
+def _print_stats_on_sigusr1(session: pyfuse.Session) -> None:
+    """A thread that prints the table on SIGUSR1. The main thread serves in C and never
+    returns to Python, where a signal handler would run, so SIGUSR1 is blocked everywhere
+    (the loop's threads inherit the mask) and this thread takes it with sigwait."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+    def wait() -> None:
+        while True:
+            signal.sigwait({signal.SIGUSR1})
+            print(session.stats_table(), file=sys.stderr, flush=True)
+
+    threading.Thread(target=wait, name="pyfuse-stats", daemon=True).start()
+
+
 def serve(ops: pyfuse.Operations, mountpoint: str, **kwargs: Any) -> int:
     """pyfuse.run, with a one-line message instead of a traceback for a bad mount point or a
-    bad option."""
+    bad option; with ``stats``, the statistics table on stderr at exit and on SIGUSR1."""
     try:
-        pyfuse.run(ops, mountpoint, **kwargs)
+        session = pyfuse.Session(ops, mountpoint, **kwargs)
+        if kwargs.get("stats"):
+            _print_stats_on_sigusr1(session)
+        session.mount()
+        try:
+            session.loop()
+        finally:
+            if kwargs.get("stats"):
+                print(session.stats_table(), file=sys.stderr, flush=True)
     except (OSError, RuntimeError, ValueError) as e:
         print(f"{sys.argv[0]}: {e}", file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 from typing import Iterator, Optional, Sequence, Union
 
 import pyfuse
@@ -23,87 +24,134 @@ from pyfuse import Attr, DirEntry
 
 
 class Passthrough(pyfuse.Operations):
-    """Forward everything to ``source``."""
+    """Forward everything to ``source``.
+
+    Run it with a umask of 0 (``main`` sets it): the modes it receives already carry the
+    caller's umask. As root, new files are given to the caller (``pyfuse.context()``), so
+    mount with ``allow_other`` and ``default_permissions`` for other users: the kernel then
+    checks their permissions against the mirrored modes and owners."""
 
     def __init__(self, source: str) -> None:
         self.source = os.path.realpath(source)
+        # Every path is resolved relative to this descriptor, never as SOURCE + path: a path
+        # near PATH_MAX in the mount stays within PATH_MAX below it.
+        self.fd = os.open(self.source, os.O_RDONLY | os.O_DIRECTORY)
 
     def _p(self, path: str) -> str:
-        return self.source + path if path != "/" else self.source
+        """``path`` relative to the source directory (``self.fd``)."""
+        return path[1:] if path != "/" else "."
+
+    def _abs(self, path: str) -> str:
+        """For the calls that take no directory descriptor (xattrs): through /proc."""
+        return f"/proc/self/fd/{self.fd}/{self._p(path)}"
 
     # -- attributes and names ----------------------------------------------------------------
     def getattr(self, path: str, fh: Optional[int]) -> os.stat_result:
         if fh is not None:
             return os.fstat(fh)
-        return os.lstat(self._p(path))
+        return os.stat(self._p(path), dir_fd=self.fd, follow_symlinks=False)
 
     def access(self, path: str, mode: int) -> None:
-        if not os.access(self._p(path), mode):
+        if not os.access(self._p(path), mode, dir_fd=self.fd):
             raise pyfuse.FuseError(errno.EACCES)
 
     def readlink(self, path: str) -> str:
-        return os.readlink(self._p(path))
+        return os.readlink(self._p(path), dir_fd=self.fd)
+
+    def _own(self, real: str, fd: Optional[int] = None) -> bool:
+        """A new file belongs to the process that made it, not to the daemon: as root, hand
+        it to the caller (its group stays the directory's under a set-group-ID directory).
+        True if the file's group is now the caller's own."""
+        if os.geteuid() != 0:
+            return False
+        ctx = pyfuse.context()
+        parent = os.stat(os.path.dirname(real) or ".", dir_fd=self.fd)
+        gid = -1 if parent.st_mode & stat.S_ISGID else ctx.gid
+        if fd is not None:
+            os.fchown(fd, ctx.uid, gid)
+        else:
+            os.chown(real, ctx.uid, gid, dir_fd=self.fd, follow_symlinks=False)
+        return gid != -1
 
     def mknod(self, path: str, mode: int, rdev: int) -> None:
-        os.mknod(self._p(path), mode, rdev)
+        os.mknod(self._p(path), mode, rdev, dir_fd=self.fd)
+        self._own(self._p(path))
 
     def mkdir(self, path: str, mode: int) -> None:
-        os.mkdir(self._p(path), mode)
+        os.mkdir(self._p(path), mode, dir_fd=self.fd)
+        self._own(self._p(path))
 
     def unlink(self, path: str) -> None:
-        os.unlink(self._p(path))
+        os.unlink(self._p(path), dir_fd=self.fd)
 
     def rmdir(self, path: str) -> None:
-        os.rmdir(self._p(path))
+        os.rmdir(self._p(path), dir_fd=self.fd)
 
     def symlink(self, target: str, path: str) -> None:
-        os.symlink(target, self._p(path))
+        os.symlink(target, self._p(path), dir_fd=self.fd)
+        self._own(self._p(path))
 
     def rename(self, old: str, new: str, flags: int) -> None:
         if flags:
-            _renameat2(self._p(old), self._p(new), flags)
+            _renameat2(self.fd, self._p(old), self._p(new), flags)
         else:
-            os.rename(self._p(old), self._p(new))
+            os.rename(self._p(old), self._p(new), src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
     def link(self, old: str, new: str) -> None:
-        os.link(self._p(old), self._p(new))
+        os.link(self._p(old), self._p(new), src_dir_fd=self.fd, dst_dir_fd=self.fd,
+                follow_symlinks=False)
 
     def chmod(self, path: str, mode: int, fh: Optional[int]) -> None:
         if fh is not None:
             os.fchmod(fh, mode)
         else:
-            os.chmod(self._p(path), mode)
+            os.chmod(self._p(path), mode, dir_fd=self.fd)
 
     def chown(self, path: str, uid: int, gid: int, fh: Optional[int]) -> None:
         if fh is not None:
             os.fchown(fh, uid, gid)
         else:
-            os.lchown(self._p(path), uid, gid)
+            os.chown(self._p(path), uid, gid, dir_fd=self.fd, follow_symlinks=False)
 
     def truncate(self, path: str, size: int, fh: Optional[int]) -> None:
         if fh is not None:
             os.ftruncate(fh, size)
         else:
-            os.truncate(self._p(path), size)
+            fd = os.open(self._p(path), os.O_WRONLY, dir_fd=self.fd)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
 
     def utimens(self, path: str, atime_ns: Optional[int], mtime_ns: Optional[int],
                 fh: Optional[int]) -> None:
         if atime_ns is None or mtime_ns is None:  # one of them is UTIME_OMIT: keep it
-            st = os.fstat(fh) if fh is not None else os.lstat(self._p(path))
+            st = os.fstat(fh) if fh is not None else self.getattr(path, None)
             atime_ns = st.st_atime_ns if atime_ns is None else atime_ns
             mtime_ns = st.st_mtime_ns if mtime_ns is None else mtime_ns
         if fh is not None:
             os.utime(fh, ns=(atime_ns, mtime_ns))
         else:
-            os.utime(self._p(path), ns=(atime_ns, mtime_ns), follow_symlinks=False)
+            os.utime(self._p(path), ns=(atime_ns, mtime_ns), dir_fd=self.fd,
+                     follow_symlinks=False)
 
     # -- files -------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> pyfuse.FileInfo:
-        return self._opened(os.open(self._p(path), flags & ~os.O_DIRECT), flags)
+        return self._opened(os.open(self._p(path), flags & ~os.O_DIRECT, dir_fd=self.fd), flags)
 
     def create(self, path: str, mode: int, flags: int) -> pyfuse.FileInfo:
-        return self._opened(os.open(self._p(path), (flags | os.O_CREAT) & ~os.O_DIRECT, mode),
-                            flags)
+        fd = os.open(self._p(path), (flags | os.O_CREAT) & ~os.O_DIRECT, mode, dir_fd=self.fd)
+        try:
+            own_group = self._own(self._p(path), fd)
+            # The chown cleared set-user-ID and set-group-ID: give back what the caller may
+            # have (set-group-ID only for a group it is in, as the kernel does on tmpfs).
+            keep = mode & stat.S_ISUID | (mode & stat.S_ISGID if own_group else 0)
+            if keep:
+                os.fchmod(fd, mode & 0o777 | keep)
+        except BaseException:
+            os.close(fd)
+            raise
+        return self._opened(fd, flags)
 
     @staticmethod
     def _opened(fd: int, flags: int) -> pyfuse.FileInfo:
@@ -113,7 +161,7 @@ class Passthrough(pyfuse.Operations):
         return pyfuse.FileInfo(fd, fd_backed=True, direct_io=bool(flags & os.O_DIRECT))
 
     def statfs(self, path: str) -> os.statvfs_result:
-        return os.statvfs(self._p(path))
+        return os.fstatvfs(self.fd)
 
     def flush(self, path: str, fh: int) -> None:
         os.close(os.dup(fh))  # like passthrough.c: report close() errors of the real file
@@ -141,20 +189,20 @@ class Passthrough(pyfuse.Operations):
 
     # -- extended attributes -----------------------------------------------------------------
     def setxattr(self, path: str, name: str, value: bytes, flags: int) -> None:
-        os.setxattr(self._p(path), name, value, flags, follow_symlinks=False)
+        os.setxattr(self._abs(path), name, value, flags, follow_symlinks=False)
 
     def getxattr(self, path: str, name: str) -> bytes:
-        return os.getxattr(self._p(path), name, follow_symlinks=False)
+        return os.getxattr(self._abs(path), name, follow_symlinks=False)
 
     def listxattr(self, path: str) -> list[str]:
-        return os.listxattr(self._p(path), follow_symlinks=False)
+        return os.listxattr(self._abs(path), follow_symlinks=False)
 
     def removexattr(self, path: str, name: str) -> None:
-        os.removexattr(self._p(path), name, follow_symlinks=False)
+        os.removexattr(self._abs(path), name, follow_symlinks=False)
 
     # -- directories -------------------------------------------------------------------------
     def opendir(self, path: str) -> int:
-        return os.open(self._p(path), os.O_RDONLY | os.O_DIRECTORY)
+        return os.open(self._p(path), os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.fd)
 
     def releasedir(self, path: Optional[str], fh: int) -> None:
         os.close(fh)
@@ -174,12 +222,11 @@ class Passthrough(pyfuse.Operations):
                     continue  # removed while listing
 
 
-def _renameat2(old: str, new: str, flags: int) -> None:
+def _renameat2(dir_fd: int, old: str, new: str, flags: int) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    at_fdcwd = -100
-    if libc.renameat2(at_fdcwd, os.fsencode(old), at_fdcwd, os.fsencode(new), flags) != 0:
+    if libc.renameat2(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), flags) != 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
 
@@ -197,6 +244,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ._cli import parse, serve
 
     args, kwargs = parse("Mirror SOURCE at MOUNTPOINT.", argv, source=True)
+    # The kernel has applied the caller's umask to every mode it sends: the daemon's own must
+    # not apply again (mkdir, mknod and open(O_CREAT) below would).
+    os.umask(0)
     return serve(Passthrough(args.source), args.mountpoint, config=CONFIG, **kwargs)
 
 
