@@ -238,6 +238,7 @@ def test_single_threaded_loop(mount_ops, mnt):
 
 class _CountingGetattr(Hello):
     def __init__(self) -> None:
+        super().__init__()
         self.getattrs = 0
 
     def getattr(self, path, fh):

@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import errno
+import os
 import stat
+import time
 from typing import Iterator, Optional, Sequence
 
 import pyfuse
@@ -17,11 +19,17 @@ CONTENT = b"Hello World!\n"
 class Hello(pyfuse.Operations):
     """A root directory with one read-only file."""
 
+    def __init__(self) -> None:
+        # Attr's times default to 0 (1970-01-01), and its owner to root: say when and whose.
+        self.times = dict.fromkeys(("atime_ns", "mtime_ns", "ctime_ns"), time.time_ns())
+        self.owner = {"uid": os.getuid(), "gid": os.getgid()}
+
     def getattr(self, path: str, fh: Optional[int]) -> pyfuse.Attr:
         if path == "/":
-            return pyfuse.Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+            return pyfuse.Attr(mode=stat.S_IFDIR | 0o755, nlink=2, **self.times, **self.owner)
         if path == "/hello":
-            return pyfuse.Attr(mode=stat.S_IFREG | 0o444, size=len(CONTENT))
+            return pyfuse.Attr(mode=stat.S_IFREG | 0o444, size=len(CONTENT), **self.times,
+                               **self.owner)
         raise pyfuse.FuseError(errno.ENOENT)
 
     def readdir(self, path: str, offset: int, fh: int, plus: bool) -> Iterator[str]:
