@@ -110,7 +110,7 @@ class Session:
         # The bound method of each operation the subclass overrides (None for the others), as
         # _op_<name> for the callbacks, and the mask of their numbers for the C table.
         names = implemented(ops)
-        self._stats: Optional[Stats] = Stats() if stats else None
+        self._stats: Optional[Stats] = Stats(OPS) if stats else None
         self._opmask = 0
         for name, bit in OPS.items():
             meth = getattr(ops, name) if name in names else None
@@ -144,11 +144,12 @@ class Session:
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
         {"count": N, "errors": N, "total_us": {...}, "handler_us": {...}, "pyfuse_us":
-        {...}}, ...}``. ``errors`` counts requests answered with an errno; each ``*_us`` holds
-        p50, p90, p99, max and mean in microseconds over the last 10,000 requests of that
-        operation: ``total`` the whole callback, ``handler`` the filesystem's method (for
-        readdir also pulling its entries), ``pyfuse`` the rest (decoding, conversions,
-        copies). Time in the kernel and libfuse is not included."""
+        {...}}, ...}``. ``count`` and ``errors`` (requests answered with an errno) count every
+        request; each ``*_us`` holds p50, p90, p99, max and mean in microseconds over the last
+        10,000 timed requests of that operation (one request in 8 is timed): ``total`` the
+        whole callback, ``handler`` the filesystem's method (for readdir also pulling its
+        entries), ``pyfuse`` the rest (decoding, conversions, copies). Time in the kernel and
+        libfuse is not included."""
         if self._stats is None:
             raise RuntimeError("this session was made without stats=True")
         return self._stats.snapshot()

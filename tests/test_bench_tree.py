@@ -17,6 +17,16 @@ CREF = os.path.join(ROOT, "bench", "build", "cref-test")
 FILE, DIR = stat.S_IFREG | 0o644, stat.S_IFDIR | 0o755  # bench/model.py's modes
 
 
+@pytest.fixture(scope="module")
+def bench_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment in which ``bench`` (for ``-m bench.peers...``) imports from this tree but
+    ``pyfuse`` stays the installed one: PYTHONPATH=ROOT would put the tree's pyfuse first,
+    which has no compiled shim when the tests run from an sdist."""
+    d = tmp_path_factory.mktemp("benchpath")
+    os.symlink(os.path.join(ROOT, "bench"), d / "bench")
+    return dict(os.environ, PYTHONPATH=str(d))
+
+
 def snapshot(mnt: str) -> dict[str, object]:
     """What a client sees: the walk of /src with every lstat, the other listings, some lookups."""
     seen: dict[str, object] = {}
@@ -70,10 +80,10 @@ def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("cmd", implementations())
-def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str) -> None:
+def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str,
+                   bench_env: dict[str, str]) -> None:
     mnt = str(tmp_path)
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    with testing.mounted_process([*cmd, mnt], mnt, env=env):
+    with testing.mounted_process([*cmd, mnt], mnt, env=bench_env):
         got = snapshot(mnt)
     assert len(expected) > 61_440
     assert expected["big"] == 65_536 and len(expected["small"]) == 8  # type: ignore[arg-type]
@@ -82,14 +92,14 @@ def test_same_tree(cmd: list[str], expected: dict[str, object], tmp_path: str) -
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", ["--cffi", "--fs"])
-def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str) -> None:
+def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str,
+                                                  bench_env: dict[str, str]) -> None:
     """bench/floor.py (the floor suite) answers what W1, W5 and W2 read as the tree does, really
     replaces pyfuse's callbacks, and leaves every other listing to pyfuse's own readdir."""
     mnt = str(tmp_path)
-    env = dict(os.environ, PYTHONPATH=ROOT)
     argv = [sys.executable, os.path.join(ROOT, "bench", "floor.py"), mnt, mode, "--single",
             "--nocache"]
-    with testing.mounted_process(argv, mnt, env=env):
+    with testing.mounted_process(argv, mnt, env=bench_env):
         for d in ("small", "w2/d000000", "w2/d654321"):
             names = os.listdir(os.path.join(mnt, d))
             assert names == [f"f{i:05d}" for i in range(8)]

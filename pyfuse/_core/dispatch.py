@@ -71,20 +71,20 @@ def extern(fn: F, name: Optional[str] = None, void: bool = False, op: Optional[s
 # request's instructions, callgrind).
 _BODY = """\
 def {name}(h, {params}):
-    s = _from_handle(h)
+    _s = _from_handle(h)
     try:
-        r = fn(s, {params})
-    except BaseException as e:
-        return s._fail(e, op, {where})
-    return 0 if r is None else r
+        _r = fn(_s, {params})
+    except BaseException as _e:
+        return _s._fail(_e, op, {where})
+    return 0 if _r is None else _r
 """
 _VOID_BODY = """\
 def {name}(h, {params}):
-    s = _from_handle(h)
+    _s = _from_handle(h)
     try:
-        fn(s, {params})
-    except BaseException as e:
-        s._fail(e, op, {where})
+        fn(_s, {params})
+    except BaseException as _e:
+        _s._fail(_e, op, {where})
 """
 #: The parameter that names what a request is about, for the log (the first found).
 _WHERE = ("path", "old", "path_in")
@@ -103,8 +103,10 @@ def callback(name: str, op: str, void: bool = False
 
     def register(fn: Callable[..., Optional[int]]) -> Callable[..., Optional[int]]:
         params = list(inspect.signature(fn).parameters)[1:]
-        if not all(p.isidentifier() and not keyword.iskeyword(p) for p in params):
-            raise ValueError(f"{fn.__qualname__}: parameters must be plain names")
+        if not all(p.isidentifier() and not keyword.iskeyword(p) and not p.startswith("_")
+                   for p in params):
+            raise ValueError(f"{fn.__qualname__}: parameters must be plain names without a "
+                             "leading underscore (the body's own names have one)")
         where = next((p for p in _WHERE if p in params), "None")
         src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params),
                                                      where=where)
