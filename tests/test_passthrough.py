@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import stat
+import time
 
 import pytest
 
@@ -124,3 +125,22 @@ def test_paths_near_path_max(example, tmp_path, mnt):
     assert open(f + "x").read() == "deep"
     os.unlink(f + "x")
     assert os.listdir(os.path.join(mnt, rel)) == []
+
+
+def test_same_size_truncate_keeps_times(tmpfs, example, mnt):
+    """truncate(2) of an empty file to size 0 changes no time on tmpfs; ftruncate(2) stamps
+    them. Over a tmpfs source the example must give what truncate(2) gives (it used
+    ftruncate for a while: CI's conformance run against tmpfs found it)."""
+    src = tmpfs()
+    example("passthrough", src, mountpoint=mnt)
+    f = os.path.join(mnt, "empty")
+    open(f, "w").close()
+    before = os.stat(os.path.join(src, "empty"))
+    time.sleep(0.05)  # beyond the coarse clock's tick
+    os.truncate(f, 0)
+    after = os.stat(os.path.join(src, "empty"))
+    assert (after.st_mtime_ns, after.st_ctime_ns) == (before.st_mtime_ns, before.st_ctime_ns)
+    with open(f, "w") as fp:
+        fp.write("12345")
+    os.truncate(f, 2)
+    assert open(f).read() == "12"

@@ -6,6 +6,7 @@
   exception to an errno), the ``onerror`` hooks, and the routing of libfuse's log.
 - :mod:`.readdir`: the readdir engine, the Python half of csrc/readdir.c (streams kept between
   requests, batches packed for ``pyfuse_fill``).
+- :mod:`.stats`: per-operation statistics (``stats=True``), installed only when asked for.
 
 The path API (:mod:`pyfuse.operations`, :mod:`pyfuse.session`, :mod:`pyfuse._callbacks`) is
 built on these; nothing here knows paths from inodes.

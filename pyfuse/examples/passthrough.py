@@ -117,9 +117,11 @@ class Passthrough(pyfuse.Operations):
         if fh is not None:
             os.ftruncate(fh, size)
         else:
-            fd = os.open(self._p(path), os.O_WRONLY, dir_fd=self.fd)
+            # truncate(2), not ftruncate(2): a same-size truncate(2) leaves the times alone on
+            # tmpfs, ftruncate stamps them. Through an O_PATH descriptor: a short path always.
+            fd = os.open(self._p(path), os.O_PATH, dir_fd=self.fd)
             try:
-                os.ftruncate(fd, size)
+                os.truncate(f"/proc/self/fd/{fd}", size)
             finally:
                 os.close(fd)
 
@@ -137,7 +139,22 @@ class Passthrough(pyfuse.Operations):
 
     # -- files -------------------------------------------------------------------------------
     def open(self, path: str, flags: int) -> pyfuse.FileInfo:
-        return self._opened(os.open(self._p(path), flags & ~os.O_DIRECT, dir_fd=self.fd), flags)
+        fd = os.open(self._p(path), flags & ~os.O_DIRECT, dir_fd=self.fd)
+        if flags & os.O_TRUNC:
+            self._kill_priv(fd)
+        return self._opened(fd, flags)
+
+    @staticmethod
+    def _kill_priv(fd: int) -> None:
+        """A truncation by an unprivileged caller clears set-user-ID (and set-group-ID with
+        group execute), as the kernel does for it; the daemon truncated as root, which keeps
+        them. (Truncation through setattr gets this from the kernel as a chmod.)"""
+        if os.geteuid() != 0 or pyfuse.context().uid == 0:
+            return
+        mode = os.fstat(fd).st_mode
+        kill = stat.S_ISUID | (stat.S_ISGID if mode & stat.S_IXGRP else 0)
+        if mode & kill:
+            os.fchmod(fd, stat.S_IMODE(mode) & ~kill)
 
     def create(self, path: str, mode: int, flags: int) -> pyfuse.FileInfo:
         fd = os.open(self._p(path), (flags | os.O_CREAT) & ~os.O_DIRECT, mode, dir_fd=self.fd)

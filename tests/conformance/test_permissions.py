@@ -109,13 +109,20 @@ def open_mountpoint() -> Iterator[str]:
     os.rmdir(d)
 
 
-@pytest.fixture
-def as_user(account: Any, tmpfs: Callable[[], str], open_mountpoint: str, example: Any
-            ) -> Callable[[Callable[..., None]], None]:
-    """Mount the memory example (allow_other) and a reference tmpfs; the returned function runs
-    ``work(ref, sub, user, prepare)`` as the account in a child process and fails the test with
-    the child's traceback."""
-    example("memory", "-o", "allow_other", mountpoint=open_mountpoint)
+@pytest.fixture(params=["memory", "passthrough"])
+def as_user(request: Any, account: Any, tmpfs: Callable[[], str], open_mountpoint: str,
+            example: Any) -> Callable[[Callable[..., None]], None]:
+    """Mount the memory example (allow_other), or the passthrough example over a tmpfs
+    directory as its docstring says (allow_other, default_permissions), and a reference tmpfs;
+    the returned function runs ``work(ref, sub, user, prepare)`` as the account in a child
+    process and fails the test with the child's traceback."""
+    if request.param == "memory":
+        example("memory", "-o", "allow_other", mountpoint=open_mountpoint)
+    else:
+        source = tmpfs()
+        os.chmod(source, 0o755)
+        example("passthrough", source, "-o", "allow_other,default_permissions",
+                mountpoint=open_mountpoint)
     ref = tmpfs()
 
     def run(work: Callable[..., None]) -> None:

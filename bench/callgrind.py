@@ -1,0 +1,142 @@
+"""Instructions per operation in the daemon, counted by callgrind (deterministic, unlike this
+VM's wall clock): for comparing two builds, or a build with and without a flag.
+
+    python bench/callgrind.py [--workloads w5,w1,w3n,chmod,mkdir] [--flags=--stats] CHECKOUT...
+
+Each CHECKOUT is a pyfuse source tree with its compiled shim in place (a `git worktree` built
+with `pip wheel` and the .so copied into it, or this checkout). For each workload and checkout
+the daemon (bench/tree.py, or the memory example for chmod and mkdir) runs under
+`valgrind --tool=callgrind`; after a warm-up the counters are zeroed (`callgrind_control -z`),
+N operations run, the counters are dumped, and the total is divided by N. Slow: a minute or two
+a workload. docs/performance.md has the figures it made.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+Op = Callable[[str], None]
+
+
+def _wait(mnt: str, seconds: float = 300) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with open("/proc/self/mountinfo") as f:
+            if f" {mnt} " in f.read():
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"no mount at {mnt} after {seconds:.0f} s")
+
+
+def measure(argv: list[str], cwd: str, warm: Op, work: Op, n: int) -> float:
+    """Instructions of the daemon ``argv MOUNTPOINT`` per operation of ``work`` (n of them)."""
+    mnt = tempfile.mkdtemp(prefix="cg-mnt-")
+    out = tempfile.mkdtemp(prefix="cg-out-")
+    env = dict(os.environ, PYTHONMALLOC="malloc", PYTHONPATH=cwd)  # that checkout's pyfuse
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
+                          *argv, mnt], cwd=cwd, env=env, stderr=subprocess.DEVNULL)
+    try:
+        _wait(mnt)
+        warm(mnt)
+        subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True, check=True)
+        work(mnt)
+        subprocess.run(["callgrind_control", "-d", "measure", str(p.pid)], capture_output=True,
+                       check=True)
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        p.wait(120)
+        os.rmdir(mnt)
+    for f in glob.glob(os.path.join(out, "cg.*")):
+        with open(f) as fp:
+            text = fp.read()
+        if "measure" in text.split("events:")[0]:
+            m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+            if m:
+                return int(m.group(1)) / n
+    raise SystemExit("callgrind wrote no dump named 'measure'")
+
+
+def _stats(m: str) -> None:
+    p = os.path.join(m, "small", "f00003")
+    for _ in range(2000):
+        os.stat(p)
+
+
+def _lists(m: str) -> None:
+    d = os.path.join(m, "small")
+    for _ in range(200):
+        for x in os.listdir(d):
+            os.lstat(os.path.join(d, x))
+
+
+def _big(m: str) -> None:
+    for _ in range(2):
+        os.listdir(os.path.join(m, "big"))
+
+
+def _chmods(m: str) -> None:
+    f = os.path.join(m, "f")
+    for k in range(1000):
+        os.chmod(f, 0o600 | (k & 1) * 0o44)
+
+
+def _mkdirs(m: str) -> None:
+    d = os.path.join(m, "d")
+    for _ in range(500):
+        os.mkdir(d)
+        os.rmdir(d)
+
+
+def _memory_warm(m: str) -> None:
+    open(os.path.join(m, "f"), "w").close()
+    _chmods(m)
+    _mkdirs(m)
+
+
+def _warm_stats(m: str) -> None:
+    for _ in range(100):
+        os.stat(os.path.join(m, "small", "f00003"))
+
+
+def _warm_lists(m: str) -> None:
+    for _ in range(20):
+        os.listdir(os.path.join(m, "small"))
+
+
+TREE = ["bench/tree.py"]
+WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
+    "w5": ([*TREE, "--single", "--nocache"], _warm_stats, _stats, 2000),
+    "w1": ([*TREE, "--single", "--nocache"], _warm_lists, _lists, 200),
+    "w3n": ([*TREE, "--single", "--prepared"], _big, _big, 2),
+    "chmod": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _chmods, 1000),
+    "mkdir": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _mkdirs, 500),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkouts", nargs="+")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--flags", default="", help="extra daemon flags, e.g. --flags=--stats")
+    a = ap.parse_args()
+    for name in a.workloads.split(","):
+        argv, warm, work, n = WORKLOADS[name]
+        row = []
+        for root in a.checkouts:
+            root = os.path.abspath(root)
+            extra = a.flags.split() if name in ("w5", "w1", "w3n") else []
+            row.append(measure([sys.executable, *argv, *extra], root, warm, work, n))
+        cells = "  ".join(f"{os.path.basename(r)} {v:,.0f}" for r, v in zip(a.checkouts, row))
+        ratio = f"  last/first {row[-1] / row[0]:.4f}" if len(row) > 1 else ""
+        print(f"{name}: {cells}{ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
