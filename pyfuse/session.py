@@ -79,8 +79,8 @@ class Session:
     """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly.
 
     Public: ``ops`` (the filesystem), ``mountpoint`` (absolute), ``config``, ``connection``
-    (set once mounted), :meth:`mount`, :meth:`loop` and :meth:`stop`. Everything else is the
-    callbacks' (private)."""
+    (set once mounted), :meth:`mount`, :meth:`loop`, :meth:`stop`, and with ``stats=True``
+    :meth:`stats` and :meth:`stats_table`. Everything else is the callbacks' (private)."""
 
     def __init__(self, ops: Operations, mountpoint: str, *, threads: bool = True,
                  debug: bool = False, ro: bool = False, allow_other: bool = False,
