@@ -84,7 +84,7 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
         struct pyfuse_session *s = pyfuse_current();
 
         res = PYFUSE_HAS(s, PYFUSE_OP_READ)
-                  ? pyfuse_cb_read(s->handle, path, mem, size, off, fi->fh, &fr)
+                  ? PYFUSE_CALL(s, READ, pyfuse_cb_read, path, mem, size, off, fi->fh, &fr)
                   : -ENOSYS;
         if (res >= 0 && fr.fd >= 0)
             res = read_fd(bv, mem, fr.fd, fr.pos, (size_t)fr.size < size ? (size_t)fr.size : size);
@@ -116,7 +116,8 @@ static int write_copied(struct pyfuse_session *s, const char *path, struct fuse_
     if (tmp.buf[0].mem == NULL)
         return -ENOMEM;
     n = fuse_buf_copy(&tmp, buf, 0);
-    res = n < 0 ? (int)n : pyfuse_cb_write(s->handle, path, tmp.buf[0].mem, (size_t)n, off, fh);
+    res = n < 0 ? (int)n
+                : PYFUSE_CALL(s, WRITE, pyfuse_cb_write, path, tmp.buf[0].mem, (size_t)n, off, fh);
     free(tmp.buf[0].mem);
     return res;
 }
@@ -143,7 +144,7 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
         return write_fd(buf, size, (int)pyfuse_fh(fi), off);
     if (PYFUSE_HAS(s, PYFUSE_OP_WRITE_FD)) {
         struct pyfuse_fdrange fr = { -1, 0, 0 };
-        int res = pyfuse_cb_write_fd(s->handle, path, size, off, fi->fh, &fr);
+        int res = PYFUSE_CALL(s, WRITE_FD, pyfuse_cb_write_fd, path, size, off, fi->fh, &fr);
 
         if (res < 0)
             return res;
@@ -153,7 +154,7 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
     if (!PYFUSE_HAS(s, PYFUSE_OP_WRITE))
         return -ENOSYS;
     if (buf->count - buf->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
-        return pyfuse_cb_write(s->handle, path, (const char *)b->mem + buf->off, size, off,
-                               pyfuse_fh(fi));
+        return PYFUSE_CALL(s, WRITE, pyfuse_cb_write, path, (const char *)b->mem + buf->off, size,
+                           off, pyfuse_fh(fi));
     return write_copied(s, path, buf, size, off, pyfuse_fh(fi));
 }

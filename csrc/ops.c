@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#define H() (pyfuse_current()->handle)
+#define CB(OP, fn, ...) PYFUSE_CALL(pyfuse_current(), OP, fn, __VA_ARGS__)
 #define FH(fi) ((fi) ? pyfuse_fh(fi) : 0), ((fi) != NULL)
 
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
@@ -118,7 +118,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 
     if (name_too_long(path))
         return -ENAMETOOLONG;
-    res = pyfuse_cb_getattr(H(), path, &a, FH(fi));
+    res = CB(GETATTR, pyfuse_cb_getattr, path, &a, FH(fi));
     if (res == 0 && !pyfuse_valid_type(a.mode)) {
         char msg[512];
 
@@ -136,59 +136,59 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 
 static int op_readlink(const char *path, char *buf, size_t size)
 {
-    return pyfuse_cb_readlink(H(), path, buf, size);
+    return CB(READLINK, pyfuse_cb_readlink, path, buf, size);
 }
 
 static int op_mknod(const char *path, mode_t mode, dev_t rdev)
 {
-    return pyfuse_cb_mknod(H(), path, mode, rdev);
+    return CB(MKNOD, pyfuse_cb_mknod, path, mode, rdev);
 }
 
 static int op_mkdir(const char *path, mode_t mode)
 {
-    return pyfuse_cb_mkdir(H(), path, mode);
+    return CB(MKDIR, pyfuse_cb_mkdir, path, mode);
 }
 
 static int op_unlink(const char *path)
 {
-    return pyfuse_cb_unlink(H(), path);
+    return CB(UNLINK, pyfuse_cb_unlink, path);
 }
 
 static int op_rmdir(const char *path)
 {
-    return pyfuse_cb_rmdir(H(), path);
+    return CB(RMDIR, pyfuse_cb_rmdir, path);
 }
 
 static int op_symlink(const char *target, const char *path)
 {
-    return pyfuse_cb_symlink(H(), target, path);
+    return CB(SYMLINK, pyfuse_cb_symlink, target, path);
 }
 
 static int op_rename(const char *old, const char *new, unsigned int flags)
 {
-    return pyfuse_cb_rename(H(), old, new, flags);
+    return CB(RENAME, pyfuse_cb_rename, old, new, flags);
 }
 
 static int op_link(const char *old, const char *new)
 {
-    return pyfuse_cb_link(H(), old, new);
+    return CB(LINK, pyfuse_cb_link, old, new);
 }
 
 static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_chmod(H(), path, mode, FH(fi));
+    return CB(CHMOD, pyfuse_cb_chmod, path, mode, FH(fi));
 }
 
 static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
     /* (uid_t)-1 means "leave unchanged"; Python sees -1. */
-    return pyfuse_cb_chown(H(), path, uid == (uid_t)-1 ? -1 : (int64_t)uid,
+    return CB(CHOWN, pyfuse_cb_chown, path, uid == (uid_t)-1 ? -1 : (int64_t)uid,
                            gid == (gid_t)-1 ? -1 : (int64_t)gid, FH(fi));
 }
 
 static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_truncate(H(), path, size, FH(fi));
+    return CB(TRUNCATE, pyfuse_cb_truncate, path, size, FH(fi));
 }
 
 static void open_out(struct fuse_file_info *fi, const struct pyfuse_open *o)
@@ -205,7 +205,7 @@ static void open_out(struct fuse_file_info *fi, const struct pyfuse_open *o)
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
     struct pyfuse_open o = { .flags = fi->flags };
-    int res = pyfuse_cb_open(H(), path, &o);
+    int res = CB(OPEN, pyfuse_cb_open, path, &o);
 
     if (res == 0)
         open_out(fi, &o);
@@ -215,7 +215,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     struct pyfuse_open o = { .flags = fi->flags };
-    int res = pyfuse_cb_create(H(), path, mode, &o);
+    int res = CB(CREATE, pyfuse_cb_create, path, mode, &o);
 
     if (res == 0)
         open_out(fi, &o);
@@ -225,7 +225,7 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int op_statfs(const char *path, struct statvfs *out)
 {
     struct pyfuse_statvfs v;
-    int res = pyfuse_cb_statfs(H(), path, &v);
+    int res = CB(STATFS, pyfuse_cb_statfs, path, &v);
 
     if (res == 0) {
         memset(out, 0, sizeof *out);
@@ -246,43 +246,43 @@ static int op_statfs(const char *path, struct statvfs *out)
 
 static int op_flush(const char *path, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_flush(H(), path, pyfuse_fh(fi));
+    return CB(FLUSH, pyfuse_cb_flush, path, pyfuse_fh(fi));
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_release(H(), path, pyfuse_fh(fi), fi->flags);
+    return CB(RELEASE, pyfuse_cb_release, path, pyfuse_fh(fi), fi->flags);
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_fsync(H(), path, datasync, pyfuse_fh(fi));
+    return CB(FSYNC, pyfuse_cb_fsync, path, datasync, pyfuse_fh(fi));
 }
 
 static int op_setxattr(const char *path, const char *name, const char *value, size_t size,
                        int flags)
 {
-    return pyfuse_cb_setxattr(H(), path, name, value, size, flags);
+    return CB(SETXATTR, pyfuse_cb_setxattr, path, name, value, size, flags);
 }
 
 static int op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
-    return pyfuse_cb_getxattr(H(), path, name, value, size);
+    return CB(GETXATTR, pyfuse_cb_getxattr, path, name, value, size);
 }
 
 static int op_listxattr(const char *path, char *list, size_t size)
 {
-    return pyfuse_cb_listxattr(H(), path, list, size);
+    return CB(LISTXATTR, pyfuse_cb_listxattr, path, list, size);
 }
 
 static int op_removexattr(const char *path, const char *name)
 {
-    return pyfuse_cb_removexattr(H(), path, name);
+    return CB(REMOVEXATTR, pyfuse_cb_removexattr, path, name);
 }
 
 static int op_access(const char *path, int mask)
 {
-    return pyfuse_cb_access(H(), path, mask);
+    return CB(ACCESS, pyfuse_cb_access, path, mask);
 }
 
 static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
@@ -298,7 +298,7 @@ static int op_utimens(const char *path, const struct timespec tv[2], struct fuse
         else
             ns[i] = (int64_t)tv[i].tv_sec * 1000000000 + tv[i].tv_nsec;
     }
-    return pyfuse_cb_utimens(H(), path, ns[0], ns[1], which, FH(fi));
+    return CB(UTIMENS, pyfuse_cb_utimens, path, ns[0], ns[1], which, FH(fi));
 }
 
 static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct flock *lk)
@@ -307,7 +307,7 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
         .type = lk->l_type, .whence = lk->l_whence, .start = lk->l_start,
         .len = lk->l_len, .pid = lk->l_pid,
     };
-    int res = pyfuse_cb_lock(H(), path, pyfuse_fh(fi), cmd, &l);
+    int res = CB(LOCK, pyfuse_cb_lock, path, pyfuse_fh(fi), cmd, &l);
 
     if (res == 0) {
         lk->l_type = (short)l.type;
@@ -321,26 +321,26 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
 
 static int op_flock(const char *path, struct fuse_file_info *fi, int op)
 {
-    return pyfuse_cb_flock(H(), path, pyfuse_fh(fi), op);
+    return CB(FLOCK, pyfuse_cb_flock, path, pyfuse_fh(fi), op);
 }
 
 static int op_fallocate(const char *path, int mode, off_t off, off_t len,
                         struct fuse_file_info *fi)
 {
-    return pyfuse_cb_fallocate(H(), path, mode, off, len, fi ? pyfuse_fh(fi) : 0);
+    return CB(FALLOCATE, pyfuse_cb_fallocate, path, mode, off, len, fi ? pyfuse_fh(fi) : 0);
 }
 
 static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in,
                                   const char *path_out, struct fuse_file_info *fi_out,
                                   off_t off_out, size_t size, int flags)
 {
-    return pyfuse_cb_copy_file_range(H(), path_in, pyfuse_fh(fi_in), off_in, path_out, pyfuse_fh(fi_out),
-                                     off_out, size, flags);
+    return CB(COPY_FILE_RANGE, pyfuse_cb_copy_file_range, path_in, pyfuse_fh(fi_in), off_in,
+              path_out, pyfuse_fh(fi_out), off_out, size, flags);
 }
 
 static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_lseek(H(), path, off, whence, pyfuse_fh(fi));
+    return CB(LSEEK, pyfuse_cb_lseek, path, off, whence, pyfuse_fh(fi));
 }
 
 static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi,
@@ -353,14 +353,14 @@ static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_f
 
     if ((flags & FUSE_IOCTL_DIR) && fh != 0) /* our opendir put a struct pyfuse_dir there */
         fh = ((struct pyfuse_dir *)(uintptr_t)fi->fh)->fh;
-    return pyfuse_cb_ioctl(H(), path, cmd, (uint64_t)(uintptr_t)arg, fh, flags, data, in_size,
+    return CB(IOCTL, pyfuse_cb_ioctl, path, cmd, (uint64_t)(uintptr_t)arg, fh, flags, data, in_size,
                            out_size);
 }
 
 static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
                    unsigned *reventsp)
 {
-    int res = pyfuse_cb_poll(H(), path, pyfuse_fh(fi), reventsp);
+    int res = CB(POLL, pyfuse_cb_poll, path, pyfuse_fh(fi), reventsp);
 
     /* Readiness notification is not offered: the kernel polls again when asked. */
     if (ph)

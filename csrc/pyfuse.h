@@ -24,6 +24,7 @@ struct pyfuse_session {
     void *handle;          /* ffi.new_handle(Session), kept alive by the Python Session */
     uint64_t opmask;       /* 1 << PYFUSE_OP_x for each method the filesystem overrides */
     struct pyfuse_config cfg;
+    struct pyfuse_stats *stats; /* NULL: no statistics */
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
@@ -54,6 +55,30 @@ static inline int pyfuse_valid_type(uint64_t mode)
         return 0;
     }
 }
+
+/* stats.c: around a call into Python when the session keeps statistics. begin counts the
+ * request and returns the handle to call Python with: for one request in PYFUSE_STATS_SAMPLE,
+ * the timed one (its handlers are timed), with *start its start time; else the session's, with
+ * *start -1. end counts an error result and records a timed request. */
+void *pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start);
+void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t result);
+
+/* The call fn(handle, ...) into Python for operation OP (PYFUSE_OP_<OP>), counted and timed
+ * when the session keeps statistics (one pointer test otherwise); its value is fn's. */
+#define PYFUSE_CALL(sess, OP, fn, ...)                                                   \
+    __extension__({                                                                      \
+        struct pyfuse_session *s_ = (sess);                                              \
+        __typeof__(fn(s_->handle, __VA_ARGS__)) r_;                                      \
+        if (__builtin_expect(s_->stats == NULL, 1)) {                                    \
+            r_ = fn(s_->handle, __VA_ARGS__);                                            \
+        } else {                                                                         \
+            int64_t t_;                                                                  \
+            void *h_ = pyfuse_stats_begin(s_, PYFUSE_OP_##OP, &t_);                      \
+            r_ = fn(h_, __VA_ARGS__);                                                    \
+            pyfuse_stats_end(s_, PYFUSE_OP_##OP, t_, (int64_t)r_);                       \
+        }                                                                                \
+        r_;                                                                              \
+    })
 
 /* ops.c */
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);

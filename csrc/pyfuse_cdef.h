@@ -123,6 +123,23 @@ struct pyfuse_config {
 
 typedef struct pyfuse_session pyfuse_session;
 
+/* Session(stats=True): what the trampolines count around each call into Python (stats.c). */
+enum {
+    PYFUSE_STATS_WINDOW = 8192, /* timed requests kept per operation (a power of two) */
+    PYFUSE_STATS_SAMPLE = 8     /* one request in this many of each operation is timed */
+};
+struct pyfuse_opstats {
+    uint64_t count;  /* requests */
+    uint64_t errors; /* answered with an errno */
+    uint64_t timed;  /* timed requests so far: the last min(timed, WINDOW) are in the rings */
+    int64_t total_ns[PYFUSE_STATS_WINDOW];   /* the call into Python, waiting for the GIL too */
+    int64_t handler_ns[PYFUSE_STATS_WINDOW]; /* the filesystem's part of it */
+};
+struct pyfuse_stats {
+    void *handle; /* what a timed request's callback gets instead of the session's handle */
+    struct pyfuse_opstats op[PYFUSE_OP_COUNT];
+};
+
 /* utimens: which of the two times to leave alone or set to the current time. */
 enum pyfuse_utime { PYFUSE_ATIME_OMIT = 1, PYFUSE_ATIME_NOW = 2, PYFUSE_MTIME_OMIT = 4,
                     PYFUSE_MTIME_NOW = 8 };
@@ -130,7 +147,7 @@ enum pyfuse_utime { PYFUSE_ATIME_OMIT = 1, PYFUSE_ATIME_NOW = 2, PYFUSE_MTIME_OM
 /* session.c: life cycle. int results are 0 or a negative errno; pyfuse_new returns NULL on
  * failure (libfuse logs why through pyfuse_cb_log). */
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
-                           const struct pyfuse_config *cfg);
+                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats);
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
 int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int signals);
 void pyfuse_unmount(pyfuse_session *s);
@@ -147,6 +164,14 @@ int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, i
                 const char *offs, const char *attrs, size_t attr_stride, int64_t base);
 
 void pyfuse_log_init(void);
+
+/* stats.c: zeroed counters for pyfuse_new's stats (NULL there: no statistics, one pointer
+ * test a request), with the handle timed requests are given; NULL: out of memory. The owner
+ * frees them after pyfuse_destroy. pyfuse_stats_handler adds the nanoseconds the filesystem's
+ * code took to this thread's current request (kept when the request is a timed one). */
+struct pyfuse_stats *pyfuse_stats_new(void *timed_handle);
+void pyfuse_stats_free(struct pyfuse_stats *stats);
+void pyfuse_stats_handler(int64_t ns);
 
 /* ops.c: how many members of struct fuse_operations the table has for this mask of operations
  * (tests check optable.h's registration with it). */

@@ -30,7 +30,7 @@ int pyfuse_op_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     d->eof_off = -1;
     if (PYFUSE_HAS(s, PYFUSE_OP_OPENDIR)) {
-        int res = pyfuse_cb_opendir(s->handle, path, &d->fh);
+        int res = PYFUSE_CALL(s, OPENDIR, pyfuse_cb_opendir, path, &d->fh);
         if (res != 0) {
             free(d);
             return res;
@@ -51,7 +51,8 @@ int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
      * would otherwise hand out its first entries again, forever.) */
     if (d->eof_off > 0 && off == d->eof_off)
         return 0;
-    return pyfuse_cb_readdir(pyfuse_current()->handle, path, off, d, &fill, fill.plus);
+    return PYFUSE_CALL(pyfuse_current(), READDIR, pyfuse_cb_readdir, path, off, d, &fill,
+                       fill.plus);
 }
 
 int pyfuse_op_releasedir(const char *path, struct fuse_file_info *fi)
@@ -62,14 +63,15 @@ int pyfuse_op_releasedir(const char *path, struct fuse_file_info *fi)
 
     /* Python only when there is something to do: a kept stream to close or a user releasedir. */
     if (d->key != 0 || PYFUSE_HAS(s, PYFUSE_OP_RELEASEDIR))
-        res = pyfuse_cb_releasedir(s->handle, path, d);
+        res = PYFUSE_CALL(s, RELEASEDIR, pyfuse_cb_releasedir, path, d);
     free(d);
     return res;
 }
 
 int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
-    return pyfuse_cb_fsyncdir(pyfuse_current()->handle, path, datasync, dir_of(fi)->fh);
+    return PYFUSE_CALL(pyfuse_current(), FSYNCDIR, pyfuse_cb_fsyncdir, path, datasync,
+                       dir_of(fi)->fh);
 }
 
 /* Check a batch before any of it reaches libfuse: exactly n non-empty names, none longer than

@@ -15,7 +15,7 @@
 #include <fuse_lowlevel.h>
 
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
-                           const struct pyfuse_config *cfg)
+                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats)
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     struct fuse_operations ops;
@@ -26,6 +26,7 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
     s->handle = handle;
     s->opmask = opmask;
     s->cfg = *cfg;
+    s->stats = stats;
     pyfuse_fill_ops(&ops, opmask);
     s->fuse = fuse_new(&args, &ops, sizeof ops, s);
     fuse_opt_free_args(&args);
@@ -170,8 +171,8 @@ int pyfuse_get_context(struct pyfuse_ctx *out)
 
 /* libfuse writes some messages in pieces ("fuse: unknown option(s): `", "-o bogusopt", "'\n"):
  * the pieces are gathered per thread until the newline, so Python gets one record a message.
- * (Thread-local: each thread's message in progress; the only other state the shim keeps
- * outside struct pyfuse_session, and it holds no pointer.) */
+ * (Thread-local: each thread's message in progress. It holds no pointer; the only other such
+ * state is stats.c's handler time of a thread's current request.) */
 static __thread char log_msg[1024];
 static __thread size_t log_len;
 

@@ -18,10 +18,8 @@ from typing import Any, Mapping, Optional
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._core.convert import config_to_c
 from ._core.convert import path as _decode_path
-from ._core.dispatch import ENTRIES
 from ._core.readdir import Listings
-from ._core.stats import Stats
-from ._core.stats import enable as enable_stats
+from ._core.stats import Stats, add_handler_time
 from ._pyfuse_c import ffi, lib
 from .errors import errno_for
 from .mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
@@ -110,18 +108,15 @@ class Session:
         # The bound method of each operation the subclass overrides (None for the others), as
         # _op_<name> for the callbacks, and the mask of their numbers for the C table.
         names = implemented(ops)
-        self._stats: Optional[Stats] = Stats(OPS) if stats else None
         self._opmask = 0
         for name, bit in OPS.items():
             meth = getattr(ops, name) if name in names else None
-            if meth is not None and self._stats is not None:
-                meth = self._stats.wrap_handler(meth)
             setattr(self, "_op_" + name, meth)
             if meth is not None:
                 self._opmask |= 1 << bit
+        self._stats: Optional[Stats] = Stats(self, OPS) if stats else None
         if self._stats is not None:
-            self._listings.timer = self._stats.add_handler_time
-            enable_stats(ENTRIES)
+            self._listings.timer = add_handler_time
         opts = []
         if ro:
             opts.append("ro")
@@ -196,7 +191,8 @@ class Session:
         argv = [ffi.new("char[]", a.encode()) for a in self._argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
         self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self._opmask,
-                                 config_to_c(self.config))
+                                 config_to_c(self.config),
+                                 ffi.NULL if self._stats is None else self._stats.c)
         if self._c == ffi.NULL:
             raise RuntimeError("fuse_new failed (see the 'pyfuse' log for libfuse's message)")
         rc = lib.pyfuse_mount(self._c, os.fsencode(self.mountpoint))

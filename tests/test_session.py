@@ -350,6 +350,33 @@ def test_stats_count_errors_and_split_the_time(mount_ops, mnt):
     assert "getattr" in session.stats_table() and "readdir" in session.stats_table()
 
 
+def test_stats_count_every_request_of_every_thread_and_time_one_in_eight(mount_ops, mnt):
+    """Requests served by several threads at once are all counted, their errors too, and one in
+    SAMPLE of them is timed; a handler that fails on a timed request fails as it would
+    without statistics."""
+    from pyfuse._core.stats import SAMPLE
+
+    session = mount_ops(Hello(), stats=True, config=pyfuse.Config(
+        attr_timeout=0, entry_timeout=0, negative_timeout=0))
+    missing = os.path.join(mnt, "missing")
+
+    def stat_missing():
+        for _ in range(50):
+            with pytest.raises(FileNotFoundError):
+                os.stat(missing)
+
+    threads = [threading.Thread(target=stat_missing) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    g = session.stats()["getattr"]
+    assert g["errors"] >= 400 and g["count"] >= g["errors"], g
+    timed = session._stats.c.op[pyfuse.session.OPS["getattr"]].timed
+    assert timed == -(-g["count"] // SAMPLE), (timed, g)
+    assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+
+
 def test_stats_off_by_default(mount_ops, mnt):
     session = mount_ops(Hello())
     with pytest.raises(RuntimeError, match="stats=True"):

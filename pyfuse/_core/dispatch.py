@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from .._pyfuse_c import ffi, lib
 
-__all__ = ["callback", "extern", "onerror", "void_onerror", "log", "EXTERNS"]
+__all__ = ["callback", "define", "extern", "onerror", "void_onerror", "log", "EXTERNS"]
 
 log = logging.getLogger("pyfuse")
 
@@ -44,24 +44,24 @@ def void_onerror(exception: Any, exc_value: Any, traceback: Any) -> None:
 #: The names of the entry points registered so far (tests check them against
 #: csrc/callbacks_cdef.h: an entry point without a def_extern would answer 0, success).
 EXTERNS: set[str] = set()
-#: The entry points that serve a session's requests: {C name: (operation, function, void)}
-#: (what :mod:`.stats` wraps when a session asks for statistics).
-ENTRIES: dict[str, tuple[str, Callable[..., Any], bool]] = {}
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def extern(fn: F, name: Optional[str] = None, void: bool = False, op: Optional[str] = None
-           ) -> F:
+def extern(fn: F, name: Optional[str] = None, void: bool = False) -> F:
     """Register ``fn`` as the ``extern "Python"`` entry point of its name (or ``name``), with
-    the ``onerror`` hook that fits its return type. ``op``: the operation it serves (its
-    name without ``pyfuse_cb_`` by default; None for entry points that serve no request)."""
+    the ``onerror`` hook that fits its return type."""
     name = name or fn.__name__
     ffi.def_extern(name=name, onerror=void_onerror if void else onerror)(fn)
     EXTERNS.add(name)
-    if name.startswith("pyfuse_cb_") and name != "pyfuse_cb_log":
-        ENTRIES[name] = (op or name[len("pyfuse_cb_"):], fn, void)
     return fn
+
+
+def define(src: str, name: str, filename: str, namespace: dict[str, Any]) -> Any:
+    """The function ``name`` that the source ``src`` defines, compiled with ``namespace`` as
+    its globals (how the callbacks' shared body, and the statistics' handler wrapper, get each
+    function's own parameter list, as collections.namedtuple does)."""
+    exec(compile(src, filename, "exec"), namespace)
+    return namespace[name]
 
 
 # The shared body, compiled once per callback with that callback's own parameter list (as
@@ -110,12 +110,11 @@ def callback(name: str, op: str, void: bool = False
         where = next((p for p in _WHERE if p in params), "None")
         src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params),
                                                      where=where)
-        namespace: dict[str, Any] = {"_from_handle": _from_handle, "fn": fn, "op": op}
-        exec(compile(src, f"<pyfuse callback {name}>", "exec"), namespace)
-        entry = namespace[name]
+        entry = define(src, name, f"<pyfuse callback {name}>",
+                       {"_from_handle": _from_handle, "fn": fn, "op": op})
         entry.__doc__ = fn.__doc__
         entry.__module__ = fn.__module__
-        return extern(entry, name, void, op)
+        return extern(entry, name, void)
 
     return register
 

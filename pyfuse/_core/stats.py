@@ -1,53 +1,35 @@
 """Per-operation statistics of a session (``stats=True``): counts, errors and where the time
 goes, split into the filesystem's handler and pyfuse's own work around it.
 
-Nothing here runs unless a session asks for statistics: :func:`enable` then re-registers every
-C-to-Python entry point with a wrapper (the plain ones are registered otherwise), and the
-session wraps its handlers. Every request is counted (and its errno, if any); one request in
-:data:`SAMPLE` of each operation is timed with ``time.perf_counter_ns``: ``total`` is the whole
-callback (decoding, the handler, converting and copying the result), ``handler`` the
-filesystem's method (for readdir also the time spent pulling entries from its iterator);
-pyfuse's part is the difference. The timed samples are kept for the last :data:`WINDOW` of
-them per operation (a ring per operation: memory is bounded). The wrappers are compiled per
-entry point with its own parameters, like the callbacks' shared body (``.dispatch``): timing
-every request cost W5 about 20 %.
+The counting is the shim's (csrc/stats.c): each call into Python is counted, errno results
+too, and one request in :data:`SAMPLE` of each operation is timed in C around the call.
+``total`` is that call (waiting for the GIL, decoding, the handler, converting and copying the
+result); ``handler`` is the filesystem's method (for readdir also the time spent pulling
+entries from its iterator); pyfuse's part is the difference. A timed request's callback is
+given a view of the session (:class:`_Timed`) whose handlers are wrapped to time themselves;
+the other requests get the session itself, so they run exactly the Python they run without
+statistics, and the C side adds one counter increment. The last :data:`WINDOW` timed requests
+of each operation are kept (rings in C: memory is bounded).
 """
 from __future__ import annotations
 
 import inspect
-import itertools
-import threading
-from array import array
-from threading import get_ident
+import weakref
 from time import perf_counter_ns
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from .._pyfuse_c import ffi
+from .._pyfuse_c import ffi, lib
+from .dispatch import define
 
-__all__ = ["Stats", "enable", "WINDOW"]
+__all__ = ["Stats", "WINDOW", "SAMPLE"]
 
-#: Timed samples of each operation kept for the percentiles.
-WINDOW = 10_000
-#: One request in SAMPLE of each operation is timed (a power of two).
-SAMPLE = 8
-_MASK = SAMPLE - 1
+#: Timed requests kept per operation for the percentiles.
+WINDOW: int = lib.PYFUSE_STATS_WINDOW
+#: One request in SAMPLE of each operation is timed.
+SAMPLE: int = lib.PYFUSE_STATS_SAMPLE
 _PCTS = (50, 90, 99)
-_from_handle = ffi.from_handle
-
-
-class _Op:
-    """One operation's counters and latency rings (nanoseconds)."""
-
-    __slots__ = ("count", "errors", "total", "handler", "seq", "samples", "timed")
-
-    def __init__(self) -> None:
-        self.seq = itertools.count()  # next() is atomic under the GIL
-        self.count = 0
-        self.errors = 0
-        self.samples = itertools.count()
-        self.timed = 0
-        self.total = array("q", bytes(8 * WINDOW))
-        self.handler = array("q", bytes(8 * WINDOW))
+#: Adds nanoseconds of the filesystem's code to this thread's current (timed) request.
+add_handler_time: Callable[[int], None] = lib.pyfuse_stats_handler
 
 
 def _percentiles(values: list[int]) -> dict[str, float]:
@@ -59,30 +41,53 @@ def _percentiles(values: list[int]) -> dict[str, float]:
     return out
 
 
+_HANDLER = """\
+def timed({params}):
+    _t = perf_counter_ns()
+    try:
+        return fn({params})
+    finally:
+        add(perf_counter_ns() - _t)
+"""
+
+
+def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a bound handler), reporting its time to the current request's statistics."""
+    params = ", ".join(inspect.signature(fn).parameters)
+    wrapped: Callable[..., Any] = define(
+        _HANDLER.format(params=params), "timed", "<pyfuse stats handler>",
+        {"fn": fn, "add": add_handler_time, "perf_counter_ns": perf_counter_ns})
+    return wrapped
+
+
+class _Timed:
+    """What a timed request's callback sees instead of the session: the session's handlers
+    (``_op_<name>``), each timed; every other attribute is the session's."""
+
+    def __init__(self, session: Any, ops: dict[str, int]) -> None:
+        self._session = weakref.proxy(session)  # the session owns its Stats: no cycle
+        for name in ops:
+            meth = getattr(session, "_op_" + name)
+            setattr(self, "_op_" + name, None if meth is None else _timed(meth))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
 class Stats:
     """The statistics of one session. :meth:`snapshot` is what ``Session.stats()`` returns."""
 
-    def __init__(self, ops: Iterable[str]) -> None:
-        self.ops: dict[str, _Op] = {op: _Op() for op in ops}
-        #: Threads serving a timed request -> the handler time so far (ns).
-        self.pending: dict[int, int] = {}
-
-    def add_handler_time(self, ns: int) -> None:
-        """Time spent in the filesystem's code during the current request of this thread
-        (counted only when that request is timed)."""
-        ident = get_ident()
-        if ident in self.pending:
-            self.pending[ident] += ns
-
-    def wrap_handler(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` (a bound handler), timed when the request of this thread is."""
-        params = ", ".join(inspect.signature(fn).parameters)
-        namespace: dict[str, Any] = {"fn": fn, "pending": self.pending, "get_ident": get_ident,
-                     "perf_counter_ns": perf_counter_ns}
-        exec(compile(_HANDLER.format(params=params), "<pyfuse stats handler>", "exec"),
-             namespace)
-        timed: Callable[..., Any] = namespace["timed"]
-        return timed
+    def __init__(self, session: Any, ops: dict[str, int]) -> None:
+        """Statistics of ``session`` (its ``_op_<name>`` handlers set) for the operations
+        ``ops``, {name: number (PYFUSE_OP_*)}."""
+        self.ops = ops
+        self._view = _Timed(session, ops)
+        self._view_handle = ffi.new_handle(self._view)
+        c = lib.pyfuse_stats_new(self._view_handle)
+        if c == ffi.NULL:
+            raise MemoryError("stats=True: no memory for the statistics' counters")
+        #: What the shim counts into (pyfuse_new's stats), freed with this object.
+        self.c = ffi.gc(c, lib.pyfuse_stats_free)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """{operation: {"count", "errors", "total_us", "handler_us", "pyfuse_us"}}, each
@@ -90,12 +95,13 @@ class Stats:
         :data:`WINDOW` timed requests, one in :data:`SAMPLE` (``pyfuse_us``: total minus
         handler, request by request); ``count`` and ``errors`` count every request."""
         out: dict[str, dict[str, Any]] = {}
-        for name, o in sorted(self.ops.items()):
+        for name, op in sorted(self.ops.items()):
+            o = self.c.op[op]
             n = min(o.timed, WINDOW)
             if n == 0:
                 continue
-            total = list(o.total[:n])
-            handler = list(o.handler[:n])
+            total = ffi.unpack(o.total_ns, n)
+            handler = ffi.unpack(o.handler_ns, n)
             own = [t - h for t, h in zip(total, handler)]
             out[name] = {"count": o.count, "errors": o.errors,
                          "total_us": _percentiles(total), "handler_us": _percentiles(handler),
@@ -112,69 +118,3 @@ class Stats:
                          f"{t['p50']:>8.1f}/{t['p99']:<9.1f}  {h['p50']:>7.1f}/{h['p99']:<8.1f}"
                          f"  {p['p50']:>6.1f}/{p['p99']:<8.1f}")
         return "\n".join(lines)
-
-
-_HANDLER = """\
-def timed({params}):
-    _ident = get_ident()
-    if _ident not in pending:
-        return fn({params})
-    _t = perf_counter_ns()
-    try:
-        return fn({params})
-    finally:
-        pending[_ident] += perf_counter_ns() - _t
-"""
-
-_ENTRY = """\
-def {name}(h, {params}):
-    _st = _from_handle(h)._stats
-    if _st is None:
-        return fn(h, {params})
-    _o = _st.ops[op]
-    _i = next(_o.seq)
-    _o.count = _i + 1
-    if _i & MASK:
-        _r = fn(h, {params})
-    else:
-        _pending = _st.pending
-        _ident = get_ident()
-        _pending[_ident] = 0
-        _t = perf_counter_ns()
-        _r = fn(h, {params})
-        _total = perf_counter_ns() - _t
-        _k = next(_o.samples)
-        _o.timed = _k + 1
-        _o.total[_k % WINDOW] = _total
-        _o.handler[_k % WINDOW] = _pending.pop(_ident, 0)
-    if _r is not None and _r < 0:
-        _o.errors += 1
-    return _r
-"""
-
-
-_enabled = False
-_enable_lock = threading.Lock()
-
-
-def enable(entries: dict[str, tuple[str, Callable[..., Any], bool]]) -> None:
-    """Re-register each entry point ``{C name: (operation, function, void)}`` with a wrapper
-    that counts every request and times one in :data:`SAMPLE` (once per process; sessions
-    without statistics then pay one attribute test a request)."""
-    global _enabled
-    with _enable_lock:
-        if _enabled:
-            return
-        _enabled = True
-        from .dispatch import onerror, void_onerror
-
-        for name, (op, fn, void) in entries.items():
-            params = ", ".join(list(inspect.signature(fn).parameters)[1:])
-            assert not any(p.startswith("_") for p in params.split(", ")), name
-            namespace: dict[str, Any] = {
-                "_from_handle": _from_handle, "fn": fn, "op": op, "MASK": _MASK,
-                "WINDOW": WINDOW, "get_ident": get_ident, "perf_counter_ns": perf_counter_ns}
-            exec(compile(_ENTRY.format(name=name, params=params), f"<pyfuse stats {name}>",
-                         "exec"), namespace)
-            ffi.def_extern(name=name, onerror=void_onerror if void else onerror)(
-                namespace[name])
