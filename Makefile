@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
-APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd
+APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd libfuse2
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
            $(wildcard pyfuse/*/*.py)
 
@@ -10,18 +10,20 @@ SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard py
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
-# the splice path, and useradd, with which the permission test makes its user): installed with
+# the splice path, useradd, with which the permission test makes its user, and libfuse 2, which
+# real fusepy needs: tests/test_compat.py compares pyfuse.compat with it): installed with
 # apt-get when root, else explained.
 deps:
 	@if pkg-config --exists 'fuse3 >= 3.10' 2>/dev/null && command -v fusermount3 >/dev/null \
-	    && command -v strace >/dev/null && command -v useradd >/dev/null; then \
+	    && command -v strace >/dev/null && command -v useradd >/dev/null \
+	    && ldconfig -p | grep -q 'libfuse\.so\.2 '; then \
 	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "installing $(APT_PKGS) with apt-get"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS) >/dev/null; \
 	else \
-	  echo "pyfuse needs libfuse 3 (and its tests strace and useradd): run  sudo apt-get install $(APT_PKGS)  (then make again)"; \
+	  echo "pyfuse needs libfuse 3 (and its tests strace, useradd and libfuse 2): run  sudo apt-get install $(APT_PKGS)  (then make again)"; \
 	  exit 1; \
 	fi
 
@@ -93,7 +95,7 @@ test-sdist: deps $(VENV)/.installed
 # missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
 PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
 CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py \
-              test_memory.py test_docs.py
+              test_memory.py test_docs.py test_compat.py
 test-pythons: deps
 	@set -e; for v in $(PYTHONS); do \
 	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \

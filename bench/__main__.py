@@ -40,6 +40,8 @@ IMPLS: dict[str, list[str]] = {
     "llfuse": [PY, "-m", "bench.peers.llfuse_tree"],
     "mfusepy": [PY, "-m", "bench.peers.mfusepy_tree"],
     "fusepy": [PY, "-m", "bench.peers.fusepy_tree"],
+    # bench/peers' fusepy filesystem, unchanged, through pyfuse.compat's runner
+    "pyfuse-compat": [PY, "-m", "pyfuse.compat", "-m", "bench.peers.fusepy_tree"],
 }
 # (workloads, daemon flags). W1/W5: single-threaded, caching off (the targets); W1mt/W5mt: the
 # same on the default multi-threaded loop. W2, W3 and walk: default caching, on the default loop

@@ -20,6 +20,7 @@ from ._core.convert import config_to_c
 from ._core.convert import path as _decode_path
 from ._core.readdir import Listings
 from ._core.stats import Stats, add_handler_time
+from ._daemon import daemonize
 from ._pyfuse_c import ffi, lib
 from .errors import errno_for
 from .mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
@@ -259,7 +260,7 @@ class Session:
             log.error("%s: unmount failed: %s", self.mountpoint, e)
 
 
-def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
+def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any) -> None:
     """Mount ``ops`` at ``mountpoint`` and serve until it is unmounted (``fusermount3 -u``,
     ``umount``) or, when called from the main thread, SIGINT/SIGTERM/SIGHUP arrives; then
     unmount and return.
@@ -278,9 +279,17 @@ def run(ops: Operations, mountpoint: str, **kwargs: Any) -> None:
     top of a live FUSE filesystem at the same place; by default that is refused with EBUSY),
     ``stats`` (count and time every request: :meth:`Session.stats`; off by default, and then
     nothing is timed).
+
+    ``foreground=False`` runs as a daemon, as fusepy and libfuse's command-line filesystems do:
+    once the mount is live the calling process exits with status 0 (an error before that, such
+    as a failed mount, is raised in it as usual), and a forked child serves in a new session,
+    in "/", with its standard streams on /dev/null; ``run`` returns in that child when the
+    filesystem is unmounted. Call it before starting threads of your own.
     """
     s = Session(ops, mountpoint, **kwargs)
     s.mount()
+    if not foreground:
+        daemonize()
     s.loop()
 
 

@@ -35,11 +35,21 @@ _string = ffi.string
 _memmove = ffi.memmove
 
 
+class PackedAttr(bytes):
+    """Attributes another API has already packed as struct pyfuse_attr (``ATTR_STRUCT``), from
+    its own attribute values (pyfuse.compat's stat dicts): handlers of that API return them
+    where the path API returns an Attr, and :func:`pack_attr` passes them through."""
+
+    __slots__ = ()
+
+
 def pack_attr(a: AttrLike) -> bytes:
     """Pack an Attr or os.stat_result into struct pyfuse_attr (raises on bad types or ranges)."""
     if type(a) is Attr:
         return ATTR_STRUCT.pack(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
                                 a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
+    if type(a) is PackedAttr:
+        return a
     if isinstance(a, os.stat_result):
         return ATTR_STRUCT.pack(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size,
                                 a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns,

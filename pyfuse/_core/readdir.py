@@ -15,7 +15,7 @@ import stat
 from array import array
 from itertools import islice
 from time import perf_counter_ns
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
@@ -23,7 +23,7 @@ from ..types import DirEntry
 from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
 from .dispatch import log
 
-__all__ = ["Listings", "DirStream", "READDIR_BATCH"]
+__all__ = ["Listings", "DirStream", "Converted", "READDIR_BATCH"]
 
 #: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
 #: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
@@ -40,6 +40,18 @@ _NULL = ffi.NULL
 _fill_c = lib.pyfuse_fill
 
 
+class Converted(NamedTuple):
+    """What a readdir handler of another API returns when its entries need converting:
+    ``items`` (a list, tuple or iterable of that API's entries) and ``convert(batch, plus)``,
+    which turns a batch of them into pyfuse entries just before it is packed; ``plus`` says
+    whether the request at hand is READDIRPLUS. Conversion happens a batch at a time, so what
+    it costs (attributes fetched for readdirplus, say) is paid only for the entries a request
+    hands out, and only when that request wants them."""
+
+    items: Any
+    convert: Callable[[list[Any], bool], list[Any]]
+
+
 class DirStream:
     """A listing in progress, kept between READDIR requests of one open directory.
 
@@ -48,9 +60,10 @@ class DirStream:
     list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
     """
 
-    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error")
+    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert")
 
     def __init__(self, it: Any, buf: Any = ()) -> None:
+        self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
         self.it = it
         self.buf = buf
         self.idx = 0
@@ -294,9 +307,13 @@ class Listings:
             if st is None:
                 positional = d.mode != _OFFSETS
                 r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
+                convert = None
+                if type(r) is Converted:
+                    r, convert = r
                 # A list or tuple is served by slicing it: no iterator to step through
                 st = DirStream(None, r) if type(r) is list or type(r) is tuple \
                     else DirStream(iter(r))
+                st.convert = convert
                 if off and positional:  # resume a positional listing after a restart
                     if st.it is None:
                         st.idx = skipped = min(off, len(r))
@@ -331,6 +348,8 @@ class Listings:
                         if timer is not None:
                             timer(perf_counter_ns() - t0)
                     if batch:
+                        if st.convert is not None:
+                            batch = st.convert(batch, bool(plus))
                         b = _pack(d, batch)
                 if b is not None:
                     sent += _fill(fill, st, b)

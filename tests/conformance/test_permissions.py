@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.util
 import multiprocessing
 import os
 import pkgutil
@@ -39,6 +40,9 @@ def _import_everything_the_child_needs() -> None:
             importlib.import_module(m.name)
         except Exception:  # noqa: BLE001  (a module needing something not installed)
             pass
+    # hypothesis seeds numpy's generator when numpy is installed (make bench brings it)
+    if importlib.util.find_spec("numpy") is not None:
+        importlib.import_module("numpy.random")
 
 
 _import_everything_the_child_needs()

@@ -1,0 +1,45 @@
+"""``python -m pyfuse.compat SCRIPT [ARGS...]`` (or ``-m MODULE [ARGS...]``): run a fusepy or
+mfusepy program unchanged on pyfuse.
+
+``import fuse`` and ``import mfusepy`` in the program (and in what it imports) resolve to
+:mod:`pyfuse.compat`; the program then runs as ``python SCRIPT ARGS`` would run it: as
+``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``,
+and its exit status.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+import pyfuse.compat
+
+USAGE = ("usage: python -m pyfuse.compat SCRIPT [ARGS...]\n"
+         "       python -m pyfuse.compat -m MODULE [ARGS...]")
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not argv else sys.stdout)
+        raise SystemExit(2 if not argv else 0)
+    for name in ("fuse", "mfusepy"):
+        sys.modules[name] = pyfuse.compat
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print(USAGE, file=sys.stderr)
+            raise SystemExit(2)
+        sys.argv = [argv[1], *argv[2:]]  # sys.path[0] is already the cwd, as for python -m
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return
+    script = argv[0]
+    if not os.path.exists(script):
+        print(f"python -m pyfuse.compat: can't open file {script!r}: no such file",
+              file=sys.stderr)
+        raise SystemExit(2)
+    sys.argv = [script, *argv[1:]]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))  # as python SCRIPT: not the cwd
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,387 @@
+"""pyfuse.compat: fusepy-style filesystems (tests/compat_fs/) run unchanged through
+``import pyfuse.compat`` and ``python -m pyfuse.compat``, and a client sees what it sees on real
+fusepy (libfuse 2) and real mfusepy (libfuse 3): the same client runs against each and the
+transcripts are compared."""
+from __future__ import annotations
+
+import errno
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from pyfuse import is_mounted, testing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FS = os.path.join(HERE, "compat_fs")
+
+#: How each variant runs a script of compat_fs: argv prefix and environment.
+VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "runner": ([sys.executable, "-m", "pyfuse.compat"], {"FS_MODULE": "fuse"}),
+    "import": ([sys.executable], {"FS_MODULE": "pyfuse.compat"}),
+    "fusepy": ([sys.executable], {"FS_MODULE": "fuse"}),
+    "mfusepy": ([sys.executable], {"FS_MODULE": "mfusepy", "FUSE_LIBRARY_NAME": "fuse3"}),
+}
+OURS = ("runner", "import")
+
+
+def _peer_missing(variant: str) -> str:
+    """Why a real peer cannot run here ('' when it can); `make test` installs both."""
+    module = {"fusepy": "fuse", "mfusepy": "mfusepy"}.get(variant)
+    if module is None:
+        return ""
+    if importlib.util.find_spec(module) is None:
+        return f"{variant} is not installed (pip install fusepy mfusepy)"
+    if variant == "fusepy" and subprocess.run(
+            [sys.executable, "-c", "import fuse"], capture_output=True).returncode != 0:
+        return "fusepy cannot load libfuse 2 (apt-get install libfuse2)"
+    return ""
+
+
+@pytest.fixture
+def serve(tmp_path: Any) -> Iterator[Callable[..., str]]:
+    """serve(variant, script, *args) mounts compat_fs/script (its last argument is the mount
+    point) the way ``variant`` runs it; unmounted at teardown."""
+    stack: list[Any] = []
+
+    def _serve(variant: str, script: str, *args: str) -> str:
+        why = _peer_missing(variant)
+        if why:
+            pytest.fail(why)
+        prefix, extra = VARIANTS[variant]
+        env = dict(os.environ, **extra)
+        log = str(tmp_path / f"{variant}-{script}.log")
+        cm = testing.mounted_process([*prefix, os.path.join(FS, script), *args], args[-1],
+                                     log=log, env=env)
+        cm.__enter__()
+        stack.append(cm)
+        return args[-1]
+
+    yield _serve
+    while stack:
+        stack.pop().__exit__(None, None, None)
+
+
+def _errno(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno or 0, str(e.errno))
+
+
+def _files_transcript(mnt: str, links: bool = True) -> list[Any]:
+    """What a client sees of a read-write filesystem: the same steps on every variant."""
+    p = lambda *parts: os.path.join(mnt, *parts)  # noqa: E731
+    out: list[Any] = []
+    with open(p("a.txt"), "w") as f:
+        f.write("hello\n")
+    with open(p("a.txt"), "a") as f:
+        f.write("world\n")
+    out.append(open(p("a.txt")).read())
+    st = os.stat(p("a.txt"))
+    out.append((stat.filemode(st.st_mode), st.st_size, st.st_nlink))
+    with open(p("a.txt"), "r+b") as f:
+        f.seek(3)
+        f.write(b"XY")
+    out.append(open(p("a.txt"), "rb").read())
+    os.truncate(p("a.txt"), 4)
+    out.append((open(p("a.txt"), "rb").read(), os.stat(p("a.txt")).st_size))
+    os.mkdir(p("d"), 0o750)
+    out.append(stat.filemode(os.stat(p("d")).st_mode))
+    with open(p("d", "inner"), "wb") as f:
+        f.write(b"x" * 70000)
+    out.append(len(open(p("d", "inner"), "rb").read()))
+    out.append(sorted(os.listdir(mnt)))
+    out.append(sorted(e.name for e in os.scandir(p("d"))))
+    os.rename(p("d", "inner"), p("moved"))
+    out.append((sorted(os.listdir(mnt)), os.listdir(p("d"))))
+    os.symlink("a.txt", p("ln"))
+    out.append((os.readlink(p("ln")), stat.S_ISLNK(os.lstat(p("ln")).st_mode)))
+    os.chmod(p("a.txt"), 0o600)
+    out.append(stat.filemode(os.stat(p("a.txt")).st_mode))
+    os.utime(p("a.txt"), ns=(1_500_000_000_123_456_789, 1_600_000_000_987_654_321))
+    st = os.stat(p("a.txt"))
+    out.append((st.st_atime_ns, st.st_mtime_ns))
+    out.append(_errno(lambda: os.stat(p("missing"))))
+    out.append(_errno(lambda: open(p("missing")).read()))
+    out.append(_errno(lambda: os.rmdir(mnt + "/d/..")))
+    with open(p("d", "keep"), "w"):
+        pass
+    out.append(_errno(lambda: os.rmdir(p("d"))))
+    if links:
+        os.link(p("moved"), p("hard"))
+        out.append(os.stat(p("hard")).st_size)
+    os.unlink(p("moved"))
+    os.unlink(p("d", "keep"))
+    os.rmdir(p("d"))
+    out.append(sorted(os.listdir(mnt)))
+    return out
+
+
+def _xattr_transcript(mnt: str) -> list[Any]:
+    f = os.path.join(mnt, "x")
+    open(f, "w").close()
+    os.setxattr(f, "user.k", b"v1")
+    os.setxattr(f, "user.j", b"v2")
+    out = [os.getxattr(f, "user.k"), sorted(os.listxattr(f))]
+    os.removexattr(f, "user.k")
+    out.append(sorted(os.listxattr(f)))
+    out.append(_errno(lambda: os.getxattr(f, "user.k")))
+    return out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("peer", ["fusepy", "mfusepy"])
+def test_memory_behaves_as_on_the_peer(serve, tmp_path, peer):
+    """fusepy's memory example (LoggingMixIn, use_ns, xattrs): one transcript on the real peer
+    and on both ways into pyfuse.compat."""
+    seen = {}
+    for variant in (peer, *OURS):
+        mnt = tmp_path / variant
+        mnt.mkdir()
+        serve(variant, "memory.py", str(mnt))
+        seen[variant] = (_files_transcript(str(mnt), links=False),
+                         _xattr_transcript(str(mnt)),
+                         os.statvfs(str(mnt)).f_bsize)
+    assert seen["runner"] == seen[peer]
+    assert seen["import"] == seen[peer]
+
+
+@pytest.mark.timeout(120)
+def test_loopback_with_its_own_call_behaves_as_on_fusepy(serve, tmp_path):
+    """fusepy's loopback example reaches every operation through its own __call__ (which adds
+    the source directory): the same files appear in the source as on fusepy."""
+    seen = {}
+    for variant in ("fusepy", *OURS):
+        src, mnt = tmp_path / f"src-{variant}", tmp_path / f"mnt-{variant}"
+        src.mkdir()
+        mnt.mkdir()
+        serve(variant, "loopback.py", str(src), str(mnt))
+        seen[variant] = (_files_transcript(str(mnt)), sorted(os.listdir(src)))
+    assert seen["runner"] == seen["fusepy"]
+    assert seen["import"] == seen["fusepy"]
+    assert seen["runner"][1] == ["a.txt", "hard", "ln"]
+
+
+def _special_transcript(mnt: str) -> list[Any]:
+    p = lambda *parts: os.path.join(mnt, *parts)  # noqa: E731
+    out: list[Any] = [open(p("whoami")).read() == f"0 0 {os.getpid()}\n"]
+    out.append(open(p("raw")).read())
+    out.append(open(p("direct")).read())
+    names = sorted(os.listdir(p("tuples")))
+    out.append((len(names), names[:2]))
+    out.append(all(e.is_file() for e in os.scandir(p("tuples"))))
+    out.append(os.stat(p("tuples", "n0007")).st_size)  # getattr's, not the listing's
+    listed = os.listdir(p("offsets"))
+    out.append((len(listed), listed[:3], listed[-1]))
+    out.append(os.stat(p("whoami")).st_mtime_ns)
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_raw_fi_context_tuples_and_offsets_behave_as_on_mfusepy(serve, tmp_path):
+    """raw_fi objects that open() fills and later calls get back, fuse_get_context, readdir
+    tuples with attributes, readdir_with_offset: as on mfusepy (fusepy has no
+    readdir_with_offset), through both ways in."""
+    seen = {}
+    for variant in ("mfusepy", *OURS):
+        mnt = tmp_path / variant
+        mnt.mkdir()
+        serve(variant, "special.py", str(mnt))
+        seen[variant] = _special_transcript(str(mnt))
+    assert seen["mfusepy"][0] is True
+    assert seen["runner"] == seen["mfusepy"]
+    assert seen["import"] == seen["mfusepy"]
+    assert seen["runner"][1] == "/raw fh=1000 same=True direct_io=False\n"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["runner", "mfusepy"])
+def test_fuse_exit_ends_the_filesystem(tmp_path, variant):
+    """fuse_exit() from a handler: the mount goes away and the program exits 0."""
+    why = _peer_missing(variant)
+    if why:
+        pytest.fail(why)
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    prefix, extra = VARIANTS[variant]
+    proc = subprocess.Popen([*prefix, os.path.join(FS, "special.py"), mnt],
+                            env=dict(os.environ, **extra), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        testing.wait_for_mount(mnt, 10, proc)
+        try:
+            answer = open(os.path.join(mnt, "exit"), "rb").read()
+        except OSError as e:  # mfusepy: the exit aborts the very request
+            answer = e.errno
+        assert answer in (b"bye\n", errno.ECONNABORTED), answer
+        assert proc.wait(20) == 0, proc.stderr.read() if proc.stderr else ""
+        assert not is_mounted(mnt)
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_text(path: str, seconds: float = 10) -> str:
+    """The text a daemon writes to ``path`` once its filesystem ended ('' if it never does)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and open(path).read():
+            break
+        time.sleep(0.05)
+    return open(path).read() if os.path.exists(path) else ""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["runner", "fusepy"])
+def test_foreground_false_daemonizes_as_fusepy(tmp_path, variant):
+    """FUSE(foreground=False): the command returns 0 once the mount is live, the daemon serves
+    on, and the code after FUSE() runs in the daemon after the unmount."""
+    why = _peer_missing(variant)
+    if why:
+        pytest.fail(why)
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    prefix, extra = VARIANTS[variant]
+    try:
+        r = subprocess.run([*prefix, os.path.join(FS, "special.py"), mnt, "--daemon"],
+                           env=dict(os.environ, **extra), capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert is_mounted(mnt)  # live when the command returned
+        assert "raw" in os.listdir(mnt)
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        assert _wait_for_text(mnt + ".after") == "served and unmounted\n"
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+
+
+@pytest.mark.timeout(60)
+def test_foreground_false_mount_error_reaches_the_caller(tmp_path):
+    """A mount that fails in daemon mode fails in the calling process, with the reason."""
+    r = subprocess.run([sys.executable, "-m", "pyfuse.compat", os.path.join(FS, "special.py"),
+                        str(tmp_path / "no-such-dir"), "--daemon"],
+                       env=dict(os.environ, FS_MODULE="fuse"), capture_output=True, timeout=30)
+    assert r.returncode != 0
+    assert b"no-such-dir" in r.stderr and b"not a directory" in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(60)
+def test_native_run_foreground_false(tmp_path):
+    """pyfuse.run(ops, mnt, foreground=False): the same daemon mode for the native API."""
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    code = ("import pyfuse, sys\nfrom pyfuse.examples.hello import Hello\n"
+            "pyfuse.run(Hello(), sys.argv[1], foreground=False)\n"
+            "open(sys.argv[1] + '.after', 'w').write('done')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code, mnt], capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        assert _wait_for_text(mnt + ".after") == "done"
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt])
+
+
+@pytest.mark.timeout(60)
+def test_runner_runs_a_script_as_python_would(tmp_path):
+    """sys.argv, __name__ and the exit status are the script's; fuse and mfusepy are
+    pyfuse.compat."""
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, fuse, mfusepy\nimport pyfuse.compat\n"
+                      "assert fuse is mfusepy is pyfuse.compat\n"
+                      f"print(__name__, sys.argv[1:], sys.path[0] == {str(tmp_path)!r})\n"
+                      "sys.exit(3)\n")
+    r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(script), "a", "b"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout == "__main__ ['a', 'b'] True\n"
+    r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(tmp_path / "nope.py")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "nope.py" in r.stderr
+
+
+def _ls_l(mnt: str) -> tuple[list[int], dict[str, int]]:
+    """What `ls -l` does (list, then lstat each), and the filesystem's getattr counts."""
+    sizes = [os.lstat(e.path).st_size for e in os.scandir(mnt) if e.name.startswith("f")]
+    return sizes, json.loads(open(os.path.join(mnt, "counts")).read())
+
+
+@pytest.mark.timeout(60)
+def test_readdirplus_asks_getattr_inside_the_listing(serve, tmp_path):
+    """Bare names from readdir: under READDIRPLUS pyfuse.compat gets each entry's attributes
+    from the filesystem's getattr inside the listing request, so `ls -l` sends no LOOKUP per
+    entry; readdir_getattr=False leaves them to the kernel's LOOKUPs, as fusepy does."""
+    on, off = tmp_path / "on", tmp_path / "off"
+    on.mkdir()
+    off.mkdir()
+    serve("runner", "plus.py", str(on))
+    serve("runner", "plus.py", "--no-getattr", str(off))
+    sizes, counts = _ls_l(str(on))
+    assert sizes == [5] * 300
+    assert counts["listing"] == 300 and counts["lookup"] <= 3, counts
+    sizes, counts = _ls_l(str(off))
+    assert sizes == [5] * 300
+    assert counts["listing"] == 0 and counts["lookup"] >= 300, counts
+
+
+def _defaults_transcript(mnt: str) -> list[Any]:
+    """Operations special.py does not implement: fusepy's base class answers them."""
+    p = lambda *parts: os.path.join(mnt, *parts)  # noqa: E731
+    out: list[Any] = [_errno(lambda: os.chmod(p("raw"), 0o600)),
+                      _errno(lambda: os.mkdir(p("new"))),
+                      _errno(lambda: os.unlink(p("raw"))),
+                      _errno(lambda: os.rename(p("raw"), p("other"))),
+                      _errno(lambda: os.symlink("raw", p("ln"))),
+                      _errno(lambda: os.truncate(p("raw"), 0)),
+                      _errno(lambda: os.utime(p("raw"), (1, 2))),
+                      _errno(lambda: os.listxattr(p("raw"))),
+                      _errno(lambda: os.getxattr(p("raw"), "user.x")),
+                      _errno(lambda: open(p("new-file"), "w")),
+                      _errno(lambda: open(p("bug")).read())]  # an unknown exception
+    v = os.statvfs(mnt)
+    out.append((v.f_blocks, v.f_files))
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_unimplemented_operations_answer_as_on_fusepy(serve, tmp_path):
+    seen = {}
+    for variant in ("fusepy", "runner"):
+        mnt = tmp_path / variant
+        mnt.mkdir()
+        serve(variant, "special.py", str(mnt))
+        seen[variant] = _defaults_transcript(str(mnt))
+    assert seen["runner"] == seen["fusepy"]
+    assert seen["runner"][0] == "EROFS"
+    assert seen["runner"][-2] == "EINVAL"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fusepy's, for float times
+def test_what_compat_cannot_serve_is_refused_by_name(tmp_path):
+    """An operation with no pyfuse equivalent, or a libfuse 2 option libfuse 3 dropped: a
+    clear error at mount time, nothing mounted."""
+    import pyfuse.compat as fuse
+
+    class Blocks(fuse.Operations):
+        def bmap(self, path, blocksize, idx):
+            return 0
+
+    mnt = str(tmp_path)
+    with pytest.raises(NotImplementedError, match=r"Blocks\.bmap"):
+        fuse.FUSE(Blocks(), mnt, foreground=True)
+    with pytest.raises(ValueError, match="large_read"):
+        fuse.FUSE(fuse.Operations(), mnt, foreground=True, large_read=True)
+    assert not is_mounted(mnt)
