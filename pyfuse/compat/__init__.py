@@ -8,11 +8,13 @@ The public API of fusepy 3.0.1 and mfusepy 3.1 (``FUSE``, ``Operations``, ``Logg
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import logging
 import os
 import threading
+import time
 import warnings
 from typing import Any, Callable, Optional
 
@@ -55,12 +57,18 @@ def fuse_get_context() -> tuple[int, int, int]:
 
 
 def fuse_exit() -> None:
-    """Stop serving: the mount is unmounted and ``FUSE()`` returns, as after SIGINT."""
+    """Stop serving, as after SIGINT: the mount is unmounted and ``FUSE()`` returns. Called
+    from a handler, that request is answered first (the unmount waits a tenth of a second on
+    another thread; unmounting at once would cut the reply off)."""
     with _sessions_lock:
         sessions = list(_sessions)
-    for s in sessions:
-        # Unmounting waits for the requests in flight, this one perhaps: not on this thread.
-        threading.Thread(target=s.stop, name="pyfuse-fuse-exit", daemon=True).start()
+
+    def stop() -> None:
+        time.sleep(0.1)
+        for s in sessions:
+            s.stop()
+
+    threading.Thread(target=stop, name="pyfuse-fuse-exit", daemon=True).start()
 
 
 def _ignored(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -294,7 +302,9 @@ class FUSE:
     ``raw_fi=True`` passes a :data:`fuse_file_info` object instead of the ``fh`` int;
     ``encoding``/``errors`` decode paths. pyfuse's own: ``readdir_getattr`` (default True):
     when the kernel asks for readdirplus and readdir gave bare names, call getattr for each
-    entry inside that request rather than let the kernel send a LOOKUP per entry.
+    entry inside that request rather than let the kernel send a LOOKUP per entry. With
+    ``entry_timeout=0`` the kernel looks every entry up again anyway: listings are then plain
+    READDIR (``Config(readdirplus="off")``, unless a ``readdirplus`` option says otherwise).
     """
 
     OPTIONS = (("foreground", "-f"), ("debug", "-d"), ("nothreads", "-s"))
@@ -333,6 +343,13 @@ class FUSE:
         try:
             session = CompatSession(ops, os.fsdecode(mountpoint), threads=not nothreads,
                                     debug=debug, options=options, **session_kw)
+            if session.config.entry_timeout <= 0:
+                # the kernel forgets a readdirplus entry at once and looks it up again: the
+                # getattr inside the listing would be a second one, and the attributes sent
+                # with the names (and libfuse's node for each) wasted: list names only
+                ops._plus_getattr = False  # type: ignore[attr-defined]
+                if "readdirplus" not in options:
+                    session.config = dataclasses.replace(session.config, readdirplus="off")
             session.mount()
             if not foreground:
                 daemonize()

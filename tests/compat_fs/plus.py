@@ -1,6 +1,7 @@
 """A directory of 300 names whose getattr counts where it is called from: inside a listing
 (pyfuse.compat's readdirplus, which asks getattr for each name of a READDIRPLUS request) or
-for a kernel LOOKUP afterwards. /counts shows the counts. Usage: plus.py [--no-getattr] MNT"""
+for a kernel LOOKUP afterwards. /counts shows the counts.
+Usage: plus.py [--no-getattr] [--nocache] MNT"""
 from __future__ import annotations
 
 import errno
@@ -37,4 +38,6 @@ class Plus(fuse.Operations):
 
 if __name__ == "__main__":
     kw = {"readdir_getattr": False} if "--no-getattr" in sys.argv else {}
+    if "--nocache" in sys.argv:
+        kw.update(entry_timeout=0, attr_timeout=0)
     fuse.FUSE(Plus(), sys.argv[-1], foreground=True, **kw)
