@@ -253,14 +253,22 @@ def test_foreground_false_daemonizes_as_fusepy(tmp_path, variant):
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
     prefix, extra = VARIANTS[variant]
+    _daemon_round_trip([*prefix, os.path.join(FS, "special.py"), mnt, "--daemon"],
+                       dict(os.environ, **extra), mnt,
+                       lambda: "raw" in os.listdir(mnt), "served and unmounted\n")
+
+
+def _daemon_round_trip(argv: list[str], env: Any, mnt: str, probe: Callable[[], bool],
+                       after: str) -> None:
+    """Run a daemon-mode program: it must return 0 with the mount live (``probe`` reads it),
+    and, once unmounted, the daemon must write ``after`` to MNT.after."""
     try:
-        r = subprocess.run([*prefix, os.path.join(FS, "special.py"), mnt, "--daemon"],
-                           env=dict(os.environ, **extra), capture_output=True, timeout=30)
+        r = subprocess.run(argv, env=env, capture_output=True, timeout=30)
         assert r.returncode == 0, r.stderr
         assert is_mounted(mnt)  # live when the command returned
-        assert "raw" in os.listdir(mnt)
+        assert probe()
         subprocess.run(["fusermount3", "-u", mnt], check=True)
-        assert _wait_for_text(mnt + ".after") == "served and unmounted\n"
+        assert _wait_for_text(mnt + ".after") == after
     finally:
         if is_mounted(mnt):
             subprocess.run(["fusermount3", "-u", "-z", mnt])
@@ -284,15 +292,9 @@ def test_native_run_foreground_false(tmp_path):
     code = ("import pyfuse, sys\nfrom pyfuse.examples.hello import Hello\n"
             "pyfuse.run(Hello(), sys.argv[1], foreground=False)\n"
             "open(sys.argv[1] + '.after', 'w').write('done')\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", code, mnt], capture_output=True, timeout=30)
-        assert r.returncode == 0, r.stderr
-        assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
-        subprocess.run(["fusermount3", "-u", mnt], check=True)
-        assert _wait_for_text(mnt + ".after") == "done"
-    finally:
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", mnt])
+    _daemon_round_trip([sys.executable, "-c", code, mnt], None, mnt,
+                       lambda: open(os.path.join(mnt, "hello")).read() == "Hello World!\n",
+                       "done")
 
 
 @pytest.mark.timeout(60)

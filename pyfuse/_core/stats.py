@@ -53,7 +53,9 @@ def timed({params}):
 
 def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (a bound handler), reporting its time to the current request's statistics."""
-    params = ", ".join(inspect.signature(fn).parameters)
+    params = ", ".join(
+        ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + name
+        for name, p in inspect.signature(fn).parameters.items())
     wrapped: Callable[..., Any] = define(
         _HANDLER.format(params=params), "timed", "<pyfuse stats handler>",
         {"fn": fn, "add": add_handler_time, "perf_counter_ns": perf_counter_ns})
