@@ -217,11 +217,12 @@ def test_fuse_exit_ends_the_filesystem(tmp_path, variant):
     try:
         testing.wait_for_mount(mnt, 10, proc)
         try:
-            answer = open(os.path.join(mnt, "exit"), "rb").read()
-        except OSError as e:  # mfusepy: the exit aborts the very request
+            with open(os.path.join(mnt, "exit"), "rb") as f:
+                answer: Any = f.read()
+        except OSError as e:  # mfusepy: the exit aborts the very request (or its close)
             answer = e.errno
         assert answer == b"bye\n" if variant == "runner" else answer in (
-            b"bye\n", errno.ECONNABORTED), answer
+            b"bye\n", errno.ECONNABORTED, errno.ENOTCONN), answer
         assert proc.wait(20) == 0, proc.stderr.read() if proc.stderr else ""
         assert not is_mounted(mnt)
     finally:
