@@ -201,18 +201,24 @@ def test_raw_fi_context_tuples_and_offsets_behave_as_on_mfusepy(serve, tmp_path)
     assert seen["runner"][1] == "/raw fh=1000 same=True direct_io=False\n"
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("variant", ["runner", "mfusepy"])
-def test_fuse_exit_ends_the_filesystem(tmp_path, variant):
-    """fuse_exit() from a handler: the mount goes away and the program exits 0."""
+def _special(tmp_path: Any, variant: str) -> tuple[str, list[str], dict[str, str]]:
+    """A mount point, and the argv and environment that run special.py on it as ``variant``
+    runs it (outside the serve fixture: these tests watch the process themselves)."""
     why = _peer_missing(variant)
     if why:
         pytest.fail(why)
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
     prefix, extra = VARIANTS[variant]
-    proc = subprocess.Popen([*prefix, os.path.join(FS, "special.py"), mnt],
-                            env=dict(os.environ, **extra), stdout=subprocess.DEVNULL,
+    return mnt, [*prefix, os.path.join(FS, "special.py"), mnt], dict(os.environ, **extra)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["runner", "mfusepy"])
+def test_fuse_exit_ends_the_filesystem(tmp_path, variant):
+    """fuse_exit() from a handler: the mount goes away and the program exits 0."""
+    mnt, argv, env = _special(tmp_path, variant)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         testing.wait_for_mount(mnt, 10, proc)
@@ -248,14 +254,8 @@ def _wait_for_text(path: str, seconds: float = 10) -> str:
 def test_foreground_false_daemonizes_as_fusepy(tmp_path, variant):
     """FUSE(foreground=False): the command returns 0 once the mount is live, the daemon serves
     on, and the code after FUSE() runs in the daemon after the unmount."""
-    why = _peer_missing(variant)
-    if why:
-        pytest.fail(why)
-    mnt = str(tmp_path / "mnt")
-    os.mkdir(mnt)
-    prefix, extra = VARIANTS[variant]
-    _daemon_round_trip([*prefix, os.path.join(FS, "special.py"), mnt, "--daemon"],
-                       dict(os.environ, **extra), mnt,
+    mnt, argv, env = _special(tmp_path, variant)
+    _daemon_round_trip([*argv, "--daemon"], env, mnt,
                        lambda: "raw" in os.listdir(mnt), "served and unmounted\n")
 
 

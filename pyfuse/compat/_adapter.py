@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import logging
 import os
-import threading
 from typing import Any, Callable, Optional
 
 from .._core.convert import path
@@ -96,11 +96,9 @@ def implemented(ops: Any) -> set[str]:
 class _Base(_PyfuseOperations):
     """State the generated methods share (set by :func:`adapt`)."""
 
-    _ops: Any
-    _raw_fi: bool
     _use_ns: bool
     _plus_getattr: bool
-    _decode: Optional[Callable[[str], str]]
+    _getattr: Optional[Callable[..., Any]]
     _files: dict[int, tuple[int, int]]
     _next_fh: Callable[[], int]
 
@@ -138,25 +136,12 @@ def adapt(ops: Any, raw_fi: bool = False, encoding: str = "utf-8",
                                            in names, decode)
     cls = type(f"Compat{type(ops).__name__}", (_Base,), namespace)
     inst = cls()
-    inst._ops = ops
-    inst._raw_fi = raw_fi
     inst._use_ns = use_ns
     inst._plus_getattr = readdir_getattr and "getattr" in calls
-    inst._decode = decode
+    inst._getattr = calls.get("getattr")
     inst._files = {}
-    inst._next_fh = _counter()
-    inst._getattr = calls.get("getattr")  # type: ignore[attr-defined]
+    inst._next_fh = itertools.count(1).__next__  # atomic under the GIL
     return inst
 
-
-def _counter() -> Callable[[], int]:
-    lock = threading.Lock()
-    n = [0]
-
-    def nxt() -> int:
-        with lock:
-            n[0] += 1
-            return n[0]
-    return nxt
 
 
