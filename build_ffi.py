@@ -57,15 +57,25 @@ def _read(name: str) -> str:
         return f.read()
 
 
-def op_names() -> list[str]:
-    """The operations of csrc/optable.h in table order (PYFUSE_OP_<NAME> is the index)."""
-    return re.findall(r"^\s*X\((\w+),", _read("optable.h"), re.M)
+def op_names(table: str = "optable.h") -> list[str]:
+    """The operations of csrc/optable.h (or ll_optable.h, the inode API's) in table order
+    (PYFUSE_OP_<NAME>, PYFUSE_LL_OP_<NAME> is the index)."""
+    return re.findall(r"^\s*X\((\w+),", _read(table), re.M)
 
 
 def op_enum_cdef() -> str:
-    """``enum pyfuse_op`` for the cdef, from the same rows pyfuse.h expands for C."""
-    return "enum pyfuse_op {\n" + "".join(f"    PYFUSE_OP_{n},\n" for n in op_names()) + \
-        "    PYFUSE_OP_COUNT\n};\n"
+    """``enum pyfuse_op`` and ``enum pyfuse_ll_op`` for the cdef, from the same rows pyfuse.h
+    expands for C."""
+    out = ""
+    for enum, prefix, table in (("pyfuse_op", "PYFUSE_OP_", "optable.h"),
+                                ("pyfuse_ll_op", "PYFUSE_LL_OP_", "ll_optable.h")):
+        out += f"enum {enum} {{\n" + "".join(f"    {prefix}{n},\n" for n in op_names(table)) \
+            + f"    {prefix}COUNT\n}};\n"
+    return out
+
+
+#: setattr's to_set bits, read from libfuse's header by the compiler.
+SET_ATTR = ("MODE", "UID", "GID", "SIZE", "ATIME", "MTIME", "ATIME_NOW", "MTIME_NOW", "CTIME")
 
 
 version, include_dirs, cflags, library_dirs, libraries = _fuse_flags()
@@ -73,8 +83,10 @@ major, minor = (int(x) for x in version.split(".")[:2])
 use_version = "312" if (major, minor) >= (3, 12) else "35"
 
 ffibuilder = FFI()
-ffibuilder.cdef(op_enum_cdef() + _read("pyfuse_cdef.h"))
-ffibuilder.cdef('extern "Python+C" {\n' + _read("callbacks_cdef.h") + "\n}")
+ffibuilder.cdef(op_enum_cdef() + _read("pyfuse_cdef.h")
+               + "".join(f"#define FUSE_SET_ATTR_{n} ...\n" for n in SET_ATTR))
+ffibuilder.cdef('extern "Python+C" {\n' + _read("callbacks_cdef.h") + "\n"
+                + _read("ll_callbacks_cdef.h") + "\n}")
 
 extra = ["-Wall", "-Wextra", "-std=gnu11"]
 if os.environ.get("PYFUSE_CFLAGS"):

@@ -195,7 +195,7 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
-int pyfuse_loop_workers(struct fuse *f, unsigned max_threads)
+int pyfuse_loop_workers(struct fuse_session *se, struct fuse *f, unsigned max_threads)
 {
     struct loop L;
     pthread_condattr_t ca;
@@ -203,7 +203,7 @@ int pyfuse_loop_workers(struct fuse *f, unsigned max_threads)
     int res = 0, watching = 0;
 
     memset(&L, 0, sizeof L);
-    L.se = fuse_get_session(f);
+    L.se = se;
     L.max_threads = max_threads > 0 ? max_threads : 10; /* libfuse's default */
     L.workers = calloc(L.max_threads, sizeof *L.workers);
     if (L.workers == NULL)
@@ -227,7 +227,7 @@ int pyfuse_loop_workers(struct fuse *f, unsigned max_threads)
         free(L.workers);
         return res;
     }
-    if (fuse_start_cleanup_thread(f) != 0) { /* option "remember" only */
+    if (f != NULL && fuse_start_cleanup_thread(f) != 0) { /* option "remember" only */
         res = -ENOMEM;
         goto out;
     }
@@ -268,7 +268,8 @@ int pyfuse_loop_workers(struct fuse *f, unsigned max_threads)
     }
     if (watching)
         pthread_join(watch_thread, NULL);
-    fuse_stop_cleanup_thread(f);
+    if (f != NULL)
+        fuse_stop_cleanup_thread(f);
     if (res == 0)
         res = L.error;
 out:

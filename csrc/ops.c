@@ -44,11 +44,9 @@ static void want(struct fuse_conn_info *conn, unsigned cap, int on)
         conn->want &= ~cap;
 }
 
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+/* The connection part of the Config, shared by both APIs' init. */
+void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *c)
 {
-    struct pyfuse_session *s = pyfuse_current();
-    const struct pyfuse_config *c = &s->cfg;
-
     if (c->max_write)
         conn->max_write = c->max_write;
     if (c->max_read) /* must equal the mount option, which Session adds */
@@ -71,6 +69,14 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         want(conn, FUSE_CAP_WRITEBACK_CACHE, 1);
     if (c->posix_acl)
         want(conn, FUSE_CAP_POSIX_ACL, 1);
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    struct pyfuse_session *s = pyfuse_current();
+    const struct pyfuse_config *c = &s->cfg;
+
+    pyfuse_apply_conn(conn, c);
     cfg->entry_timeout = c->entry_timeout;
     cfg->attr_timeout = c->attr_timeout;
     cfg->negative_timeout = c->negative_timeout;

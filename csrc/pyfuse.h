@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "optable.h"
+#include "ll_optable.h"
 
 /* The operation numbers, one per row of optable.h (build_ffi.py writes the same enum into the
  * cdef): Python passes a mask of (1 << op) for the methods a subclass overrides. */
@@ -15,12 +16,32 @@
 enum pyfuse_op { PYFUSE_OPS(PYFUSE_OP_ENUM) PYFUSE_OP_COUNT };
 #undef PYFUSE_OP_ENUM
 _Static_assert(PYFUSE_OP_COUNT <= 64, "the operation mask is a uint64_t");
+/* The same for the inode API's rows (ll_optable.h): PYFUSE_LL_OP_<NAME>. */
+#define PYFUSE_LL_OP_ENUM(NAME, member, trampoline, when) PYFUSE_LL_OP_##NAME,
+enum pyfuse_ll_op { PYFUSE_LL_OPS(PYFUSE_LL_OP_ENUM) PYFUSE_LL_OP_COUNT };
+#undef PYFUSE_LL_OP_ENUM
+_Static_assert(PYFUSE_LL_OP_COUNT <= 64, "the operation mask is a uint64_t");
+
+#include <pthread.h>
+
+#include <fuse_lowlevel.h>
 
 #include "pyfuse_cdef.h"
 #include "callbacks_cdef.h"
+#include "ll_callbacks_cdef.h"
+
+/* The inode API's lookup counts: inode -> lookups the kernel holds (ll_reply.c), an
+ * open-addressing table that grows by doubling (never per entry), guarded by its lock. */
+struct pyfuse_lookups {
+    pthread_mutex_t lock;
+    struct pyfuse_lookup_slot { uint64_t ino, n; } *slots; /* ino 0: free */
+    size_t cap, used;
+};
 
 struct pyfuse_session {
-    struct fuse *fuse;
+    struct fuse *fuse;     /* the path API's instance; NULL for the inode API */
+    struct fuse_session *se; /* libfuse's session (the inode API's own, or the path API's) */
+    struct pyfuse_lookups lookups; /* the inode API only */
     void *handle;          /* ffi.new_handle(Session), kept alive by the Python Session */
     uint64_t opmask;       /* 1 << PYFUSE_OP_x for each method the filesystem overrides */
     struct pyfuse_config cfg;
@@ -63,12 +84,17 @@ static inline int pyfuse_valid_type(uint64_t mode)
 void *pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start);
 void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t result);
 
+/* How many callbacks into Python this thread is inside (session.c): a thread with none is not
+ * serving a request (where libfuse's request context must not be asked for). */
+extern __thread int pyfuse_in_callback;
+
 /* The call fn(handle, ...) into Python for operation OP (PYFUSE_OP_<OP>), counted and timed
  * when the session keeps statistics (one pointer test otherwise); its value is fn's. */
 #define PYFUSE_CALL(sess, OP, fn, ...)                                                   \
     __extension__({                                                                      \
         struct pyfuse_session *s_ = (sess);                                              \
         __typeof__(fn(s_->handle, __VA_ARGS__)) r_;                                      \
+        pyfuse_in_callback++;                                                            \
         if (__builtin_expect(s_->stats == NULL, 1)) {                                    \
             r_ = fn(s_->handle, __VA_ARGS__);                                            \
         } else {                                                                         \
@@ -77,10 +103,12 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
             r_ = fn(h_, __VA_ARGS__);                                                    \
             pyfuse_stats_end(s_, PYFUSE_OP_##OP, t_, (int64_t)r_);                       \
         }                                                                                \
+        pyfuse_in_callback--;                                                            \
         r_;                                                                              \
     })
 
 /* ops.c */
+void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *c);
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);
 void pyfuse_fill_ops(struct fuse_operations *ops, uint64_t opmask);
 
@@ -97,7 +125,25 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
                         struct fuse_file_info *fi);
 
-/* loop.c: the default (multi-threaded) loop; 0 or -errno. max_threads 0: libfuse's default. */
-int pyfuse_loop_workers(struct fuse *f, unsigned max_threads);
+/* loop.c: the default (multi-threaded) loop; 0 or -errno. max_threads 0: libfuse's default.
+ * f: the path API's instance (its cleanup thread runs meanwhile), or NULL. */
+int pyfuse_loop_workers(struct fuse_session *se, struct fuse *f, unsigned max_threads);
+
+/* lowlevel.c / ll_reply.c: the inode API. The session serving a request; the request this
+ * thread is serving a callback of (NULL: none, or a path API request). */
+static inline struct pyfuse_session *pyfuse_ll_of(fuse_req_t req)
+{
+    return (struct pyfuse_session *)fuse_req_userdata(req);
+}
+extern __thread fuse_req_t pyfuse_ll_current;
+int pyfuse_lookups_init(struct pyfuse_lookups *t);
+void pyfuse_lookups_free(struct pyfuse_lookups *t);
+/* Add n lookups of ino (the lock held by the caller when locked is 1). */
+void pyfuse_lookups_add(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, int locked);
+/* Drop n lookups of ino: 0, or the count pyfuse held when the kernel forgot more. */
+int pyfuse_lookups_drop(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, uint64_t *held);
+/* readdir.c: a low-level listing's fill state over a buffer of size bytes (one allocation
+ * a request, with the buffer) */
+struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus);
 
 #endif

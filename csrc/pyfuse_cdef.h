@@ -176,3 +176,84 @@ void pyfuse_stats_handler(int64_t ns);
 /* ops.c: how many members of struct fuse_operations the table has for this mask of operations
  * (tests check optable.h's registration with it). */
 int pyfuse_ops_filled(uint64_t opmask);
+
+/* ---- the inode API (pyfuse.lowlevel): lowlevel.c, ll_reply.c ----------------------------
+ * A request is a void * (libfuse's fuse_req_t). Each callback (ll_callbacks_cdef.h) either
+ * replies, or leaves the request to be replied later (an async handler), and returns 0; or it
+ * returns a negative errno, which the trampoline replies (with the operation's clean-up).
+ * Every reply function returns 0, or the negative errno libfuse gave (the kernel no longer
+ * waits for the reply: interrupted, or unmounted). */
+
+/* A forget: the kernel dropped nlookup lookups of ino (layout of struct fuse_forget_data). */
+struct pyfuse_forget {
+    uint64_t ino;
+    uint64_t nlookup;
+};
+
+/* Bits of the open flags a reply carries (FileInfo). */
+enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEEKABLE = 4,
+       PYFUSE_OPEN_FD_BACKED = 8 };
+
+/* setattr's to_set bits: libfuse's FUSE_SET_ATTR_* (build_ffi.py adds them to the cdef). */
+
+pyfuse_session *pyfuse_ll_new(void *handle, int argc, char **argv, uint64_t opmask,
+                              const struct pyfuse_config *cfg);
+/* How many members of struct fuse_lowlevel_ops the table has for this mask (tests). */
+int pyfuse_ll_ops_filled(uint64_t opmask);
+int pyfuse_ll_reply_err(void *req, int err);
+/* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
+ * 0) or -EBADMSG (no valid file type): refused, EIO replied. */
+int pyfuse_ll_reply_entry(void *req, const char *attr, uint64_t generation,
+                          double entry_timeout, double attr_timeout);
+int pyfuse_ll_reply_create(void *req, const char *attr, uint64_t generation,
+                           double entry_timeout, double attr_timeout, uint64_t fh, int bits);
+/* lookup's errors: ENOENT becomes a negative entry when the session's negative_timeout > 0 */
+int pyfuse_ll_fail_lookup(void *req, int err);
+int pyfuse_ll_reply_attr(void *req, const char *attr, double attr_timeout);
+int pyfuse_ll_reply_open(void *req, uint64_t fh, int bits);
+int pyfuse_ll_reply_buf(void *req, const char *data, size_t size);
+int pyfuse_ll_reply_fd(void *req, int fd, int64_t pos, size_t size);
+int pyfuse_ll_reply_write(void *req, size_t count);
+int pyfuse_ll_reply_readlink(void *req, const char *target);
+int pyfuse_ll_reply_statfs(void *req, const char *packed);
+int pyfuse_ll_reply_xattr(void *req, size_t size);
+int pyfuse_ll_reply_lock(void *req, int type, int whence, int64_t start, int64_t len,
+                         int64_t pid);
+int pyfuse_ll_reply_lseek(void *req, int64_t off);
+/* opendir: the handle given to the kernel is the struct pyfuse_dir (d->fh the filesystem's) */
+int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits);
+int pyfuse_ll_fail_opendir(void *req, struct pyfuse_dir *d, int err);
+/* A listing's reply (the entries pyfuse_fill put in the fill's buffer); frees the fill. */
+int pyfuse_ll_reply_dir(struct pyfuse_fill *fill);
+int pyfuse_ll_fail_dir(struct pyfuse_fill *fill, int err);
+/* Lookups of ino pyfuse counts the kernel holds; of the session of req (NULL: the current
+ * request's; UINT64_MAX when there is none). */
+uint64_t pyfuse_ll_lookups(pyfuse_session *s, uint64_t ino);
+uint64_t pyfuse_ll_req_lookups(void *req, uint64_t ino);
+/* All lookups the kernel holds, and (*inodes) of how many inodes. */
+uint64_t pyfuse_ll_lookups_held(pyfuse_session *s, uint64_t *inodes);
+/* Ask for pyfuse_ll_cb_interrupt(key) when the kernel interrupts req (at once if it has). */
+void pyfuse_ll_watch(void *req, uint64_t key);
+
+/* The request this thread serves (the inode API's), else NULL; its caller; whether the
+ * kernel interrupted it (or the path API's current request); its caller's supplementary
+ * groups (up to size into list; the count, or -errno). req NULL: the current request. */
+void *pyfuse_current_req(void);
+int pyfuse_req_context(void *req, struct pyfuse_ctx *out);
+int pyfuse_interrupted(void *req);
+int pyfuse_getgroups(void *req, int size, uint32_t *list);
+/* 1 when this thread is inside a request's callback (a notification sent from here could
+ * wait for the very request it runs in). */
+int pyfuse_in_request(void);
+
+/* Notifications (0 or -errno; -ENOTCONN: the session has ended). */
+int pyfuse_notify_inval_inode(pyfuse_session *s, uint64_t ino, int64_t off, int64_t len);
+int pyfuse_notify_inval_entry(pyfuse_session *s, uint64_t parent, const char *name,
+                              size_t namelen);
+int pyfuse_notify_delete(pyfuse_session *s, uint64_t parent, uint64_t child, const char *name,
+                         size_t namelen);
+int pyfuse_notify_store(pyfuse_session *s, uint64_t ino, int64_t off, const char *data,
+                        size_t size);
+int pyfuse_invalidate_path(pyfuse_session *s, const char *path);
+/* The request of a low-level listing's fill (an async readdir's answer comes later). */
+void *pyfuse_ll_fill_req(struct pyfuse_fill *fill);

@@ -14,7 +14,98 @@ struct pyfuse_fill {
     void *buf;
     fuse_fill_dir_t filler;
     int plus;
+    /* the inode API's listings: req != NULL, the entries go into out[0..size) */
+    fuse_req_t req;
+    size_t size, used;
+    char out[];
 };
+
+struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
+{
+    struct pyfuse_fill *f = malloc(sizeof *f + size); /* the request's own size, no more */
+
+    if (f == NULL)
+        return NULL;
+    memset(f, 0, sizeof *f);
+    f->req = req;
+    f->size = size;
+    f->plus = plus;
+    return f;
+}
+
+void *pyfuse_ll_fill_req(struct pyfuse_fill *f)
+{
+    return f->req;
+}
+
+int pyfuse_ll_reply_dir(struct pyfuse_fill *f)
+{
+    int res = fuse_reply_buf(f->req, f->out, f->used);
+
+    free(f);
+    return res;
+}
+
+int pyfuse_ll_fail_dir(struct pyfuse_fill *f, int err)
+{
+    int res = fuse_reply_err(f->req, err);
+
+    free(f);
+    return res;
+}
+
+/* d_ino of an entry given without attributes: readdir(3) skips entries whose d_ino is 0, so
+ * they get this placeholder (go-fuse's FUSE_UNKNOWN_INO), with type DT_UNKNOWN. */
+#define PYFUSE_UNKNOWN_INO 0xffffffffu
+
+static int dot_or_dotdot(const char *name)
+{
+    return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/* Add one checked entry to a low-level listing: 0, or 1 when the buffer is full. Each plus entry with attributes (but "." and "..", which
+ * the kernel ignores) gives the kernel one lookup of its inode, counted here (the lock of the
+ * counts is held by the caller). */
+static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_attr *a,
+                  const struct stat *st, int64_t off)
+{
+    struct pyfuse_session *s = pyfuse_ll_of(f->req);
+    size_t room = f->size - f->used, need;
+
+    if (f->plus) {
+        struct fuse_entry_param e;
+
+        memset(&e, 0, sizeof e);
+        if (a != NULL && !dot_or_dotdot(name)) {
+            e.ino = a->ino;
+            e.attr = *st;
+            e.entry_timeout = s->cfg.entry_timeout;
+            e.attr_timeout = s->cfg.attr_timeout;
+        } else if (a != NULL) {
+            e.attr.st_ino = a->ino;
+            e.attr.st_mode = (mode_t)a->mode;
+        }
+        if (e.attr.st_ino == 0)
+            e.attr.st_ino = PYFUSE_UNKNOWN_INO;
+        need = fuse_add_direntry_plus(f->req, f->out + f->used, room, name, &e, off);
+        if (need > room)
+            return 1;
+        if (e.ino != 0)
+            pyfuse_lookups_add(&s->lookups, e.ino, 1, 1);
+    } else {
+        struct stat st0;
+
+        memset(&st0, 0, sizeof st0);
+        st0.st_ino = a != NULL && a->ino != 0 ? a->ino : PYFUSE_UNKNOWN_INO;
+        if (a != NULL)
+            st0.st_mode = (mode_t)a->mode;
+        need = fuse_add_direntry(f->req, f->out + f->used, room, name, &st0, off);
+        if (need > room)
+            return 1;
+    }
+    f->used += need;
+    return 0;
+}
 
 static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
 {
@@ -44,7 +135,8 @@ int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
                       struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     struct pyfuse_dir *d = dir_of(fi);
-    struct pyfuse_fill fill = { buf, filler, (flags & FUSE_READDIR_PLUS) != 0 };
+    struct pyfuse_fill fill = { .buf = buf, .filler = filler,
+                                .plus = (flags & FUSE_READDIR_PLUS) != 0 };
 
     /* A listing that already ended at this offset: answer EOF without Python. (In offset mode
      * this also ends the listing of a filesystem that ignores the offset it is given, which
@@ -119,6 +211,70 @@ static int check_names(const char *names, size_t names_len, int n)
     return -EINVAL; /* more names than n */
 }
 
+/* Check a low-level batch before any of it goes into the buffer (so a refused batch leaves
+ * no entry, and no count, behind): offsets > 0, valid file types, and for readdirplus an
+ * inode number in every entry with attributes but "." and "..". */
+static int ll_check(const struct pyfuse_fill *f, const char *names, int n, const char *offs,
+                    const char *attrs, size_t attr_stride, int64_t base)
+{
+    const char *p = names;
+
+    for (int i = 0; i < n; i++, p += strlen(p) + 1) {
+        int64_t off = base + i + 1;
+        struct pyfuse_attr a;
+
+        if (offs != NULL)
+            memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
+        if (off <= 0)
+            return -EINVAL;
+        if (attrs == NULL)
+            continue;
+        memcpy(&a, attrs + (size_t)i * attr_stride, sizeof a);
+        if (a.mode != 0 && !pyfuse_valid_type(a.mode))
+            return -EBADMSG;
+        if (f->plus && a.mode != 0 && a.ino == 0 && !dot_or_dotdot(p))
+            return -EDOM;
+    }
+    return 0;
+}
+
+/* pyfuse_fill's loop for a low-level listing (names already checked). */
+static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *offs,
+                   const char *attrs, size_t attr_stride, int64_t base)
+{
+    struct pyfuse_lookups *counts = &pyfuse_ll_of(f->req)->lookups;
+    const char *p = names, *converted = NULL;
+    struct pyfuse_attr a = { 0 };
+    struct stat st;
+    int64_t off;
+    int i, res = ll_check(f, names, n, offs, attrs, attr_stride, base);
+
+    if (res != 0)
+        return res;
+    if (f->plus)
+        pthread_mutex_lock(&counts->lock); /* once a batch, not once an entry */
+    for (i = 0; i < n; i++) {
+        const char *ap = attrs != NULL ? attrs + (size_t)i * attr_stride : NULL;
+
+        if (offs != NULL)
+            memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
+        else
+            off = base + i + 1;
+        if (ap != NULL && ap != converted) {
+            memcpy(&a, ap, sizeof a);
+            if (a.mode != 0)
+                pyfuse_attr_to_stat(&a, &st);
+            converted = ap;
+        }
+        if (ll_add(f, p, ap != NULL && a.mode != 0 ? &a : NULL, &st, off))
+            break; /* the buffer is full */
+        p += strlen(p) + 1;
+    }
+    if (f->plus)
+        pthread_mutex_unlock(&counts->lock);
+    return i;
+}
+
 int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,
                 const char *offs, const char *attrs, size_t attr_stride, int64_t base)
 {
@@ -133,6 +289,8 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
     res = check_names(names, names_len, n);
     if (res != 0)
         return res;
+    if (f->req != NULL)
+        return ll_fill(f, names, n, offs, attrs, attr_stride, base);
     for (int i = 0; i < n; i++) {
         const struct stat *sp = NULL;
         enum fuse_fill_dir_flags fl = 0;

@@ -34,11 +34,16 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
         free(s);
         return NULL;
     }
+    s->se = fuse_get_session(s->fuse);
     return s;
 }
 
+/* Every function below serves both APIs: s->fuse is the path API's instance, NULL for the
+ * inode API's session (lowlevel.c: pyfuse_ll_new). */
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
 {
+    if (s->fuse == NULL)
+        return fuse_session_mount(s->se, mountpoint) == 0 ? 0 : -EIO;
     return fuse_mount(s->fuse, mountpoint) == 0 ? 0 : -EIO;
 }
 
@@ -103,12 +108,12 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
     int res;
 
     if (signals) {
-        res = install_signals(fuse_get_session(s->fuse), saved);
+        res = install_signals(s->se, saved);
         if (res != 0)
             return res;
     }
     if (threads && !clone_fd) {
-        res = pyfuse_loop_workers(s->fuse, max_threads > 0 ? (unsigned)max_threads : 0);
+        res = pyfuse_loop_workers(s->se, s->fuse, max_threads > 0 ? (unsigned)max_threads : 0);
     } else if (threads) { /* a /dev/fuse clone per worker: libfuse's loop */
 #if FUSE_USE_VERSION >= 312
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
@@ -119,17 +124,17 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
             fuse_loop_cfg_set_clone_fd(lc, (unsigned int)clone_fd);
             if (max_threads > 0)
                 fuse_loop_cfg_set_max_threads(lc, (unsigned int)max_threads);
-            res = fuse_loop_mt(s->fuse, lc);
+            res = s->fuse ? fuse_loop_mt(s->fuse, lc) : fuse_session_loop_mt(s->se, lc);
             fuse_loop_cfg_destroy(lc);
         }
 #else
         struct fuse_loop_config lc = { .clone_fd = clone_fd, .max_idle_threads = 10 };
 
         (void)max_threads;
-        res = fuse_loop_mt(s->fuse, &lc);
+        res = s->fuse ? fuse_loop_mt(s->fuse, &lc) : fuse_session_loop_mt(s->se, &lc);
 #endif
     } else {
-        res = fuse_loop(s->fuse);
+        res = s->fuse ? fuse_loop(s->fuse) : fuse_session_loop(s->se);
     }
     if (signals) {
         restore_signals(saved);
@@ -142,12 +147,21 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
 
 void pyfuse_unmount(pyfuse_session *s)
 {
-    fuse_unmount(s->fuse); /* a no-op when the kernel side is already gone */
+    /* a no-op when the kernel side is already gone */
+    if (s->fuse != NULL)
+        fuse_unmount(s->fuse);
+    else
+        fuse_session_unmount(s->se);
 }
 
 void pyfuse_destroy(pyfuse_session *s)
 {
-    fuse_destroy(s->fuse);
+    if (s->fuse != NULL) {
+        fuse_destroy(s->fuse);
+    } else {
+        fuse_session_destroy(s->se);
+        pyfuse_lookups_free(&s->lookups);
+    }
     free(s);
 }
 
@@ -156,9 +170,11 @@ int pyfuse_umount2(const char *mountpoint, int lazy)
     return umount2(mountpoint, lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
 }
 
+__thread int pyfuse_in_callback;
+
 int pyfuse_get_context(struct pyfuse_ctx *out)
 {
-    struct fuse_context *c = fuse_get_context();
+    struct fuse_context *c = pyfuse_in_callback ? fuse_get_context() : NULL;
 
     if (c == NULL || c->fuse == NULL)
         return -ENOENT;

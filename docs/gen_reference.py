@@ -1,4 +1,5 @@
-"""Regenerate docs/operations.md from the docstrings: python docs/gen_reference.py"""
+"""Regenerate docs/operations.md (the path API) and docs/lowlevel-reference.md (the inode API)
+from the docstrings: python docs/gen_reference.py"""
 from __future__ import annotations
 
 import inspect
@@ -8,9 +9,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pyfuse  # noqa: E402
+import pyfuse.lowlevel  # noqa: E402
 from pyfuse import operations, types  # noqa: E402
+from pyfuse.lowlevel import operations as ll_operations  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "operations.md")
+OUT_LL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lowlevel-reference.md")
 
 
 def _fields(cls: type) -> list[str]:
@@ -27,15 +31,52 @@ def _fields(cls: type) -> list[str]:
     return ["| field | type | default |", "|---|---|---|", *rows, ""]
 
 
-def render() -> str:
-    parts = ["# Operations reference", "",
-             "Generated from the docstrings by `python docs/gen_reference.py`; do not edit.", "",
-             inspect.cleandoc(operations.__doc__ or ""), ""]
-    for name, fn in vars(pyfuse.Operations).items():
+def _methods(cls: type) -> list[str]:
+    parts = []
+    for name, fn in vars(cls).items():
         if name.startswith("_") or not callable(fn):
             continue
         sig = str(inspect.signature(fn)).replace("self, ", "").replace("(self)", "()")
         parts += [f"## `{name}{sig}`", "", inspect.cleandoc(fn.__doc__ or ""), ""]
+    return parts
+
+
+def _doc(obj: object, title: str) -> list[str]:
+    return [f"## `{title}`", "", inspect.cleandoc(obj.__doc__ or ""), ""]
+
+
+def render_ll() -> str:
+    """The inode API's reference (docs/lowlevel-reference.md)."""
+    ll = pyfuse.lowlevel
+    parts = ["# Inode API reference (`pyfuse.lowlevel`)", "",
+             "Generated from the docstrings by `python docs/gen_reference.py`; do not edit. "
+             "The guide is docs/lowlevel.md; the value types (Attr, DirEntry, FileInfo, ...) "
+             "are the path API's, in docs/operations.md.", "",
+             inspect.cleandoc(ll_operations.__doc__ or ""), ""]
+    parts += _methods(ll.Operations)
+    parts += ["# Values and constants", ""]
+    parts += _doc(ll.Entry, "pyfuse.lowlevel.Entry") + _fields(ll.Entry)
+    parts += ["## Constants", "",
+              "`pyfuse.lowlevel.ROOT_INO` = 1; setattr's `to_set` bits: " + ", ".join(
+                  f"`pyfuse.lowlevel.{n}`" for n in ("SET_MODE", "SET_UID", "SET_GID",
+                                                     "SET_SIZE", "SET_ATIME", "SET_MTIME",
+                                                     "SET_CTIME")) + ".", ""]
+    parts += ["# Mounting", ""]
+    parts += _doc(ll.run, "pyfuse.lowlevel.run") + _doc(ll.mount, "pyfuse.lowlevel.mount")
+    parts += _doc(ll.Session, "pyfuse.lowlevel.Session")
+    for name in ("lookups", "lookups_held", "invalidate_inode", "invalidate_entry",
+                 "notify_delete", "notify_store"):
+        parts += _doc(getattr(ll.Session, name), f"Session.{name}")
+    parts += _doc(ll.Session.event_loop, "Session.event_loop")
+    parts += _doc(ll.lookups, "pyfuse.lowlevel.lookups")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def render() -> str:
+    parts = ["# Operations reference", "",
+             "Generated from the docstrings by `python docs/gen_reference.py`; do not edit.", "",
+             inspect.cleandoc(operations.__doc__ or ""), ""]
+    parts += _methods(pyfuse.Operations)
     parts += ["# Value types", ""]
     for cls in (types.Attr, types.DirEntry, types.StatVFS, types.FileInfo, types.FdRange,
                 types.Config, types.Lock, types.Context, pyfuse.FuseError):
@@ -51,3 +92,5 @@ def render() -> str:
 if __name__ == "__main__":
     with open(OUT, "w") as f:
         f.write(render())
+    with open(OUT_LL, "w") as f:
+        f.write(render_ll())

@@ -7,25 +7,19 @@ outlives the C instance, so callbacks never see a dead handle.
 """
 from __future__ import annotations
 
-import dataclasses
-import errno
 import logging
 import os
-import threading
-from types import TracebackType
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
+from ._core.context import context
 from ._core.convert import config_to_c
 from ._core.convert import path as _decode_path
+from ._core.mounting import BaseSession, Mounted, serve
 from ._core.readdir import Listings
 from ._core.stats import Stats, add_handler_time
-from ._daemon import daemonize
 from ._pyfuse_c import ffi, lib
-from .errors import errno_for
-from .mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
 from .operations import Operations, implemented
-from .types import Config, Context
 
 __all__ = ["Session", "run", "mount", "context"]
 
@@ -37,75 +31,20 @@ OPS: dict[str, int] = {name[len("PYFUSE_OP_"):].lower(): getattr(lib, name) for 
                        if name.startswith("PYFUSE_OP_") and name != "PYFUSE_OP_COUNT"}
 
 
-def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace(",", "\\,")
-
-
-_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config)}
-
-
-def _config_value(name: str, v: Any) -> Any:
-    """A mount option's value for the Config field it names (-o style strings accepted)."""
-    default = _CONFIG_DEFAULTS[name]
-    try:
-        if isinstance(default, bool) or name.startswith("splice_"):
-            if isinstance(v, str):
-                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise ValueError(v)
-                return v.lower() in ("1", "true", "yes", "on")
-            return bool(v) if v is not None else True
-        if isinstance(default, float):
-            return float(v)
-        if isinstance(default, str):
-            return str(v)
-        if isinstance(v, str):
-            return int(v, 8 if name == "umask" else 0)
-        return int(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"mount option {name}={v!r}: not a valid value for Config.{name}") \
-            from None
-
-
-def _split_options(options: Optional[Mapping[str, Any]], config: Config
-                   ) -> tuple[dict[str, Any], Config]:
-    """Options that name a Config field set it (on a copy); the rest are mount options."""
-    opts = dict(options or {})
-    overrides = {k: _config_value(k, opts.pop(k)) for k in list(opts) if k in _CONFIG_DEFAULTS}
-    return opts, dataclasses.replace(config, **overrides) if overrides else config
-
-
-class Session:
+class Session(BaseSession):
     """One mounted filesystem. Use :func:`run` or :func:`mount` rather than this directly.
 
     Public: ``ops`` (the filesystem), ``mountpoint`` (absolute), ``config``, ``connection``
-    (set once mounted), :meth:`mount`, :meth:`loop`, :meth:`stop`, and with ``stats=True``
-    :meth:`stats` and :meth:`stats_table`. Everything else is the callbacks' (private)."""
+    (set once mounted), :meth:`mount`, :meth:`loop`, :meth:`stop`, :meth:`invalidate_path`,
+    and with ``stats=True`` :meth:`stats` and :meth:`stats_table`. Everything else is the
+    callbacks' (private)."""
 
-    def __init__(self, ops: Operations, mountpoint: str, *, threads: bool = True,
-                 debug: bool = False, ro: bool = False, allow_other: bool = False,
-                 default_permissions: bool = False, fsname: Optional[str] = None,
-                 subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
-                 config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
-                 signals: Optional[bool] = None, stack: bool = False,
-                 stats: bool = False) -> None:
+    def __init__(self, ops: Operations, mountpoint: str, *, stats: bool = False,
+                 **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
-        self.ops = ops
-        self.mountpoint = os.path.abspath(mountpoint)
-        options, self.config = _split_options(options, config or Config())
-        #: "0:NN", the kernel's id of this mount's connection (/sys/fs/fuse/connections/NN),
-        #: once mounted.
-        self.connection: Optional[str] = None
-        self._threads = threads
-        self._max_threads = max_threads
-        self._clone_fd = clone_fd
-        self._signals = signals
-        self._stack = stack
-        self._fatal: Optional[BaseException] = None
+        super().__init__(ops, mountpoint, **kwargs)
         self._listings = Listings(self._fail, _decode_path)
-        self._handle = ffi.new_handle(self)
-        self._c: Any = ffi.NULL
-        self._stopping = False
         # The bound method of each operation the subclass overrides (None for the others), as
         # _op_<name> for the callbacks, and the mask of their numbers for the C table.
         names = implemented(ops)
@@ -118,24 +57,6 @@ class Session:
         self._stats: Optional[Stats] = Stats(self, OPS) if stats else None
         if self._stats is not None:
             self._listings.timer = add_handler_time
-        opts = []
-        if ro:
-            opts.append("ro")
-        if allow_other:
-            opts.append("allow_other")
-        if default_permissions or self.config.posix_acl:
-            opts.append("default_permissions")
-        opts.append("fsname=" + _escape(fsname or "pyfuse"))
-        if subtype:
-            opts.append("subtype=" + _escape(subtype))
-        if self.config.max_read:
-            opts.append(f"max_read={int(self.config.max_read)}")  # libfuse wants both
-        for k, v in options.items():
-            if v is True or v is None:
-                opts.append(k)
-            elif v is not False:
-                opts.append(f"{k}={_escape(str(v))}")
-        self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
@@ -156,108 +77,25 @@ class Session:
             raise RuntimeError("this session was made without stats=True")
         return self._stats.format()
 
-    # -- used by the callbacks -------------------------------------------------------------
-    def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
-        """The negative errno a callback returns for an exception a handler raised (the policy
-        of :mod:`pyfuse.errors`); a KeyboardInterrupt or SystemExit stops the filesystem.
-        ``where`` (the C path the request names) goes into what is logged."""
-        if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
-            return -exc.errno  # the common case (ENOENT...): nothing logged, nothing decoded
-        if where is not None:
-            op = f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
-        if isinstance(exc, Exception):
-            return -errno_for(exc, op)
-        self._fatal_error(exc, op)
-        return -errno.EINTR
+    def invalidate_path(self, path: str) -> None:
+        """Tell the kernel to drop what it caches of ``path`` (its attributes, its data and
+        its name): for a filesystem whose files change behind the kernel's back. Safe from
+        any thread; from inside a handler it is sent once the handler has returned (see
+        :meth:`pyfuse.lowlevel.Session.invalidate_entry`). Nothing cached is not an error.
+        Raises RuntimeError once the session has ended, OSError if the kernel refuses it."""
+        self._notify(f"invalidate_path({path!r})", lib.pyfuse_invalidate_path,
+                     os.fsencode(path))
 
-    def _fatal_error(self, exc: BaseException, op: str) -> None:
-        log.info("%s raised %s: stopping the filesystem", op, type(exc).__name__)
-        if self._fatal is None:
-            self._fatal = exc
-        # Unmounting from inside a request could wait on this very request: do it elsewhere.
-        threading.Thread(target=self.stop, name="pyfuse-stop", daemon=True).start()
+    # -- the base's hooks ------------------------------------------------------------------
+    def _new_c(self, argc: int, argv: Any) -> Any:
+        return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
+                              ffi.NULL if self._stats is None else self._stats.c)
 
-    # -- life cycle ------------------------------------------------------------------------
-    def mount(self) -> None:
-        """Create the libfuse instance and mount it (the kernel mount exists on return)."""
-        _clean_stale(self.mountpoint)
-        if not os.path.isdir(self.mountpoint):
-            raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
-                                     self.mountpoint)
-        live = fuse_device(self.mountpoint)
-        if live is not None and not self._stack:
-            raise OSError(errno.EBUSY, f"mounting at {self.mountpoint}: a live FUSE filesystem "
-                          f"(connection {live}) is mounted there already; unmount it first, or "
-                          "pass stack=True to mount on top of it")
-        argv = [ffi.new("char[]", a.encode()) for a in self._argv]
-        argv_c = ffi.new("char *[]", argv + [ffi.NULL])
-        self._c = lib.pyfuse_new(self._handle, len(argv), argv_c, self._opmask,
-                                 config_to_c(self.config),
-                                 ffi.NULL if self._stats is None else self._stats.c)
-        if self._c == ffi.NULL:
-            raise RuntimeError("fuse_new failed (see the 'pyfuse' log for libfuse's message)")
-        rc = lib.pyfuse_mount(self._c, os.fsencode(self.mountpoint))
-        if rc != 0:
-            lib.pyfuse_destroy(self._c)
-            self._c = ffi.NULL
-            raise OSError(-rc, f"mounting at {self.mountpoint} failed (see the 'pyfuse' log)")
-        self.connection = fuse_device(self.mountpoint)
-        log.debug("mounted %s (connection %s)", self.mountpoint, self.connection)
+    def _where(self, op: str, where: Any) -> str:
+        return f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
 
-    def loop(self) -> None:
-        """Serve requests until unmounted or stopped; then unmount and free the instance.
-        Re-raises a KeyboardInterrupt/SystemExit that a handler raised."""
-        signals = self._signals
-        if signals is None:
-            signals = threading.current_thread() is threading.main_thread()
-        try:
-            rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
-                                 signals)
-        finally:
-            self._teardown()
-        if self._fatal is not None:
-            raise self._fatal
-        if rc == -errno.ECONNABORTED:
-            # The kernel ended the connection while a request was being read from /dev/fuse
-            # (a lazy unmount's last close racing a worker's read): the end, like ENODEV.
-            log.debug("%s: connection ended during a read", self.mountpoint)
-        elif rc < 0:
-            raise OSError(-rc, f"the FUSE loop failed: {os.strerror(-rc)}")
-        if rc > 0:
-            log.info("%s: signal %d received, unmounted", self.mountpoint, rc)
-
-    def _teardown(self) -> None:
-        if self._c != ffi.NULL:
-            conn = self.connection
-            if conn is not None and fuse_device(self.mountpoint) not in (conn, None) \
-                    and _covered(conn):
-                # Another filesystem is mounted on top: unmounting by path would take that one
-                # down. Abort this connection; libfuse then skips the unmount.
-                _abort_connection(conn)
-            lib.pyfuse_unmount(self._c)
-            lib.pyfuse_destroy(self._c)
-            self._c = ffi.NULL
+    def _ended(self) -> None:
         self._listings.close_all()
-
-    def stop(self) -> None:
-        """End the loop by unmounting this session's own mount (safe from any thread; a no-op
-        once unmounted). If another FUSE filesystem was mounted on top of it (``stack=True``),
-        that one is left alone: this session's connection is aborted instead (root), and the
-        covered mount is cleaned up by the next mount at that place."""
-        if self._stopping:
-            return
-        self._stopping = True
-        try:
-            top = fuse_device(self.mountpoint)
-            if top is not None and top == self.connection:
-                unmount(self.mountpoint)
-            elif top is not None and self.connection is not None and _covered(self.connection):
-                log.warning("%s: another FUSE filesystem (connection %s) is mounted on top of "
-                            "this one (%s); leaving it, and aborting this one's connection",
-                            self.mountpoint, top, self.connection)
-                _abort_connection(self.connection)
-        except OSError as e:
-            log.error("%s: unmount failed: %s", self.mountpoint, e)
 
 
 def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any) -> None:
@@ -286,14 +124,10 @@ def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any
     in "/", with its standard streams on /dev/null; ``run`` returns in that child when the
     filesystem is unmounted. Call it before starting threads of your own.
     """
-    s = Session(ops, mountpoint, **kwargs)
-    s.mount()
-    if not foreground:
-        daemonize()
-    s.loop()
+    serve(Session(ops, mountpoint, **kwargs), foreground)
 
 
-class mount:  # noqa: N801  (used as a function: ``with pyfuse.mount(...)``)
+class mount(Mounted[Session]):  # noqa: N801  (used as a function: ``with pyfuse.mount(...)``)
     """``with pyfuse.mount(ops, mountpoint, **kwargs) as session:`` mounts, serves on a
     background thread and unmounts on exit. Returns once the kernel mount is live. An error in
     the serving thread (or a handler's KeyboardInterrupt/SystemExit) is re-raised on exit.
@@ -305,51 +139,4 @@ class mount:  # noqa: N801  (used as a function: ``with pyfuse.mount(...)``)
 
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         kwargs.setdefault("signals", False)
-        self.session = Session(ops, mountpoint, **kwargs)
-        self._thread: Optional[threading.Thread] = None
-        self._error: Optional[BaseException] = None
-        self._ready = threading.Event()
-
-    def _serve(self) -> None:
-        try:
-            self.session.mount()
-        except BaseException as e:
-            self._error = e
-            self._ready.set()
-            return
-        self._ready.set()
-        try:
-            self.session.loop()
-        except BaseException as e:
-            self._error = e
-
-    def __enter__(self) -> Session:
-        self._thread = threading.Thread(target=self._serve, name="pyfuse-loop", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            self._thread.join()
-            raise self._error
-        return self.session
-
-    def __exit__(self, et: Optional[type], ev: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        assert self._thread is not None
-        self.session.stop()
-        self._thread.join(10)
-        if self._thread.is_alive() and self.session.connection:
-            log.warning("%s: the loop did not end after unmount; aborting the connection",
-                        self.session.mountpoint)
-            _abort_connection(self.session.connection)
-            self._thread.join(10)
-        if self._error is not None and ev is None:
-            raise self._error
-
-
-def context() -> Context:
-    """The uid, gid, pid and umask of the process whose request is being served. Only valid
-    inside a handler; raises RuntimeError elsewhere."""
-    c = ffi.new("struct pyfuse_ctx *")
-    if lib.pyfuse_get_context(c) != 0:
-        raise RuntimeError("pyfuse.context() called outside a filesystem request")
-    return Context(c.uid, c.gid, c.pid, c.umask)
+        super().__init__(Session(ops, mountpoint, **kwargs))

@@ -19,6 +19,7 @@ import time
 from typing import Any, Iterator, Optional, Sequence
 
 from .mounts import fuse_device, is_mounted, unmount
+from .operations import Operations
 from .session import Session, mount
 
 
@@ -88,8 +89,14 @@ def mounted(ops: Any, mountpoint: Optional[str] = None, **kwargs: Any) -> Iterat
     tmp = None
     if mountpoint is None:
         tmp = mountpoint = tempfile.mkdtemp(prefix="pyfuse-test-")
+    mount_ = mount
+    if not isinstance(ops, Operations):
+        from . import lowlevel
+
+        if isinstance(ops, lowlevel.Operations):
+            mount_ = lowlevel.mount  # type: ignore[assignment]
     try:
-        with mount(ops, mountpoint, **kwargs) as session:
+        with mount_(ops, mountpoint, **kwargs) as session:
             yield session
     finally:
         if is_mounted(mountpoint):

@@ -198,12 +198,32 @@ class FdRange(NamedTuple):
 
 
 class Context(NamedTuple):
-    """The process that made the request being served (see :func:`pyfuse.context`)."""
+    """The process that made the request being served (see :func:`pyfuse.context`).
+
+    ``interrupted`` and ``groups`` are asked when read, about the request being served by the
+    handler that reads them: read them inside that handler."""
 
     uid: int
     gid: int
     pid: int
     umask: int
+
+    @property
+    def interrupted(self) -> bool:
+        """The kernel has interrupted this request (its caller got a signal and no longer
+        waits for the answer): a slow synchronous handler may poll this and give up with
+        ``FuseError(EINTR)``. An ``async def`` handler of the inode API is cancelled instead."""
+        from ._core.context import interrupted
+
+        return interrupted()
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The supplementary group ids of the calling process (read from /proc; empty if
+        that process has exited)."""
+        from ._core.context import groups
+
+        return groups()
 
 
 class FileInfo(NamedTuple):

@@ -145,14 +145,14 @@ def example(tmp_path: Any) -> Iterator[Callable[..., Any]]:
         stack.pop().__exit__(None, None, None)
 
 
-@pytest.fixture(params=["memory", "passthrough"])
+@pytest.fixture(params=["memory", "memory_ll", "passthrough"])
 def data_fs(request: Any, example: Any, tmp_path: Any) -> str:
-    """The memory example, then the passthrough example (over a fresh source directory),
-    mounted; yields the mount point."""
+    """The memory example (path API, then inode API), then the passthrough example (over a
+    fresh source directory), mounted; yields the mount point."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    if request.param == "memory":
-        example("memory", mountpoint=str(mnt))
+    if request.param in ("memory", "memory_ll"):
+        example(request.param, mountpoint=str(mnt))
     else:
         src = tmp_path / "src"
         src.mkdir()

@@ -20,15 +20,18 @@ pytestmark = pytest.mark.nofuse
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _optable() -> list[tuple[str, str, str, str]]:
-    """The rows of csrc/optable.h: (NAME, member, trampoline, WHEN)."""
-    with open(os.path.join(ROOT, "csrc", "optable.h")) as f:
+def _optable(name: str = "optable.h") -> list[tuple[str, str, str, str]]:
+    """The rows of csrc/optable.h (or ll_optable.h): (NAME, member, trampoline, WHEN)."""
+    with open(os.path.join(ROOT, "csrc", name)) as f:
         return re.findall(r"^\s*X\((\w+),\s*(\w+),\s*(\w+),\s*(\w+)\)", f.read(), re.M)
 
 
 def _declared_callbacks() -> set[str]:
-    with open(os.path.join(ROOT, "csrc", "callbacks_cdef.h")) as f:
-        return {m for m in re.findall(r"\b(pyfuse_cb_\w+)\(", f.read())}
+    names = set()
+    for header in ("callbacks_cdef.h", "ll_callbacks_cdef.h"):
+        with open(os.path.join(ROOT, "csrc", header)) as f:
+            names |= {m for m in re.findall(r"\b(pyfuse_(?:ll_)?cb_\w+)\(", f.read())}
+    return names
 
 
 def test_struct_layouts_match_packing():
@@ -61,10 +64,50 @@ def test_every_operation_has_its_callback():
     extern "Python" function without a def_extern answers 0, which the kernel reads as
     success); every declared entry point is registered."""
     import pyfuse._callbacks  # noqa: F401
+    import pyfuse.lowlevel._callbacks  # noqa: F401
 
     declared = _declared_callbacks()
     assert {"pyfuse_cb_" + r[0].lower() for r in _optable()} <= declared
+    assert {"pyfuse_ll_cb_" + r[0].lower() for r in _optable("ll_optable.h")
+            if r[0] not in LL_NO_METHOD} <= declared
     assert declared == EXTERNS
+
+
+#: Rows of ll_optable.h served by another row's method (readdir, forget).
+LL_NO_METHOD = {"READDIRPLUS", "FORGET_MULTI"}
+
+
+def test_ll_one_row_per_operation():
+    """csrc/ll_optable.h has one row per pyfuse.lowlevel.Operations method (and the two rows
+    served by readdir and forget); lib's numbers are the rows' order."""
+    from pyfuse.lowlevel import Operations as LLOperations
+    from pyfuse.lowlevel.session import OPS as LL_OPS
+
+    rows = [r[0] for r in _optable("ll_optable.h")]
+    methods = {n for n, v in vars(LLOperations).items() if callable(v) and not n.startswith("_")}
+    assert sorted(n.lower() for n in rows if n not in LL_NO_METHOD) == sorted(methods)
+    assert LL_OPS == {n.lower(): i for i, n in enumerate(rows)}
+    assert lib.PYFUSE_LL_OP_COUNT == len(rows) <= 64
+
+
+def test_ll_every_row_fills_its_member():
+    """pyfuse_ll_fill_ops puts each row's member in struct fuse_lowlevel_ops when the row
+    says: ALWAYS, OWN (its own bit), DIRS (any directory operation), READDIR (readdir's)."""
+    rows = _optable("ll_optable.h")
+    always = {member for _, member, _, when in rows if when == "ALWAYS"}
+    dirs = {member for _, member, _, when in rows if when == "DIRS"}
+    assert lib.pyfuse_ll_ops_filled(0) == len(always)
+    assert lib.pyfuse_ll_ops_filled((1 << 64) - 1) == len({r[1] for r in rows})
+    for name, member, _, when in rows:
+        bit = 1 << getattr(lib, "PYFUSE_LL_OP_" + name)
+        if when == "OWN":
+            extra = {member} | (dirs if name in ("READDIR", "FSYNCDIR") else set()) \
+                | ({"readdirplus"} if name == "READDIR" else set())
+            assert lib.pyfuse_ll_ops_filled(bit) == len(always | extra), name
+        elif when in ("DIRS", "READDIR"):
+            assert member in dirs or member == "readdirplus", name
+        else:
+            assert when == "ALWAYS" and member in always, name
 
 
 def test_every_row_fills_its_member():

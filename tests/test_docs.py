@@ -24,6 +24,8 @@ def test_operations_reference_is_current():
         sys.path.pop(0)
     with open(gen_reference.OUT) as f:
         assert f.read() == gen_reference.render(), "run: python docs/gen_reference.py"
+    with open(gen_reference.OUT_LL) as f:
+        assert f.read() == gen_reference.render_ll(), "run: python docs/gen_reference.py"
 
 
 def test_readme_hello_runs(tmp_path, mnt):

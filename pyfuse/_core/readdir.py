@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import itertools
 import stat
+import types
 from array import array
 from itertools import islice
 from time import perf_counter_ns
@@ -23,7 +24,7 @@ from ..types import DirEntry
 from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
 from .dispatch import log
 
-__all__ = ["Listings", "DirStream", "Converted", "READDIR_BATCH"]
+__all__ = ["Listings", "DirStream", "Converted", "READDIR_BATCH", "PENDING"]
 
 #: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
 #: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
@@ -38,6 +39,9 @@ _ATTR_SIZE = ATTR_STRUCT.size
 _OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
 _NULL = ffi.NULL
 _fill_c = lib.pyfuse_fill
+_Coro = types.CoroutineType
+#: What serve() returns when the answer comes later (an async readdir: see Listings.defer).
+PENDING = 1
 
 
 class Converted(NamedTuple):
@@ -177,6 +181,8 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
 
 
 _FILL_ERRORS = {
+    errno.EDOM: "readdir yielded, for readdirplus, an attr with inode number 0 (the inode API "
+                "needs each child's number)",
     errno.EINVAL: "readdir yielded an invalid name: empty, or containing '/' or NUL",
     errno.ENAMETOOLONG: "readdir yielded a name longer than 255 bytes",
     errno.EEXIST: "readdir yielded the same name twice",
@@ -259,7 +265,7 @@ class Listings:
     inode number); it runs only when a listing starts.
     """
 
-    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer")
+    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer", "defer")
 
     def __init__(self, fail: Callable[[BaseException, str, Any], int],
                  decode: Callable[[Any], Any]) -> None:
@@ -273,6 +279,11 @@ class Listings:
         #: With statistics: called with the nanoseconds spent pulling entries from the
         #: filesystem's iterator (its code), once a batch.
         self.timer: Optional[Callable[[int], None]] = None
+        #: An API whose readdir may be ``async def``: ``defer(coro, arg, resume, fill)`` is
+        #: given the coroutine a readdir returned; it awaits it and then calls
+        #: ``resume(iterable)`` (which serves the request with that listing and returns what
+        #: :meth:`serve` returns), and returns :data:`PENDING` meanwhile.
+        self.defer: Optional[Callable[..., int]] = None
 
     def release(self, d: Any) -> None:
         """The directory of ``d`` (struct pyfuse_dir) is closed: close its stream, if any."""
@@ -307,6 +318,13 @@ class Listings:
             if st is None:
                 positional = d.mode != _OFFSETS
                 r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
+                if r.__class__ is _Coro:
+                    if self.defer is None:
+                        r.close()
+                        raise BadReturn("readdir returned a coroutine: the path API's "
+                                        "handlers are not async")
+                    return self.defer(r, arg, lambda items: self.serve(
+                        lambda *_: items, arg, off, d, fill, plus), fill)
                 convert = None
                 if type(r) is Converted:
                     r, convert = r

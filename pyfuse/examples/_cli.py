@@ -64,11 +64,15 @@ def _print_stats_on_sigusr1(session: pyfuse.Session) -> None:
     threading.Thread(target=wait, name="pyfuse-stats", daemon=True).start()
 
 
-def serve(ops: pyfuse.Operations, mountpoint: str, **kwargs: Any) -> int:
+def serve(ops: Any, mountpoint: str, session_type: Any = None, **kwargs: Any) -> int:
     """pyfuse.run, with a one-line message instead of a traceback for a bad mount point or a
-    bad option; with ``stats``, the statistics table on stderr at exit and on SIGUSR1."""
+    bad option; with ``stats``, the statistics table on stderr at exit and on SIGUSR1.
+    ``session_type``: the Session class (default pyfuse.Session; pyfuse.lowlevel.Session for
+    the inode API's examples, which do not keep statistics)."""
+    if session_type is not None and not kwargs.get("stats"):
+        kwargs.pop("stats", None)
     try:
-        session = pyfuse.Session(ops, mountpoint, **kwargs)
+        session = (session_type or pyfuse.Session)(ops, mountpoint, **kwargs)
         if kwargs.get("stats"):
             _print_stats_on_sigusr1(session)
         session.mount()

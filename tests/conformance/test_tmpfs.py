@@ -1,6 +1,7 @@
-"""The memory and passthrough examples against tmpfs (pyfuse.conformance): the same random
-operations on a tmpfs directory and on the mount must give identical results, times included
-(the passthrough example's source is a tmpfs directory too)."""
+"""The memory (path and inode API) and passthrough examples against tmpfs
+(pyfuse.conformance): the same random operations on a tmpfs directory and on the mount must
+give identical results, times included (the passthrough example's source is a tmpfs directory
+too)."""
 from __future__ import annotations
 
 import os
@@ -14,13 +15,13 @@ from pyfuse.conformance import check_against  # noqa: E402
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", ["memory", "passthrough"])
+@pytest.mark.parametrize("name", ["memory", "memory_ll", "passthrough"])
 def test_matches_tmpfs(tmpfs: Any, example: Any, tmp_path: Any, name: str) -> None:
     # tmpfs first: set up before the mount, so unmounted after it
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
-    if name == "memory":
-        example("memory", mountpoint=mnt)
+    if name in ("memory", "memory_ll"):
+        example(name, mountpoint=mnt)
     else:
         example("passthrough", tmpfs(), mountpoint=mnt)
     examples = int(os.environ.get("PYFUSE_CONFORMANCE_EXAMPLES", "40"))

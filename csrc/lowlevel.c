@@ -1,0 +1,474 @@
+/* The inode API (pyfuse.lowlevel): libfuse's low-level session, its operation table and one
+ * trampoline per operation. Each trampoline makes exactly one call into Python with the
+ * request; Python replies (now, or later from its event loop for an async handler) through
+ * ll_reply.c, or returns a negative errno that the trampoline replies here. Lookup counting
+ * (forget), the directory handle and fd-backed data are handled in C. */
+#include "pyfuse.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The request this thread is in the callback of (pyfuse.context() and interrupted()). */
+__thread fuse_req_t pyfuse_ll_current;
+
+/* One call into Python for req: fn(handle, req, ...), with req made the thread's current. */
+#define CB(req, fn, ...)                                                                   \
+    __extension__({                                                                        \
+        int r_;                                                                            \
+        pyfuse_ll_current = (req);                                                         \
+        pyfuse_in_callback++;                                                              \
+        r_ = fn(pyfuse_ll_of(req)->handle, (void *)(req), __VA_ARGS__);                    \
+        pyfuse_in_callback--;                                                              \
+        pyfuse_ll_current = NULL;                                                          \
+        r_;                                                                                \
+    })
+#define FHA(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
+
+/* Reply an errno a callback returned (0: it replied, or will). */
+static inline void done(fuse_req_t req, int res)
+{
+    if (res < 0)
+        fuse_reply_err(req, -res);
+}
+
+/* Names longer than local filesystems allow get ENAMETOOLONG without Python (as on tmpfs). */
+static int too_long(fuse_req_t req, const char *name)
+{
+    if (strlen(name) <= 255)
+        return 0;
+    fuse_reply_err(req, ENAMETOOLONG);
+    return 1;
+}
+
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+    struct pyfuse_session *s = userdata;
+
+    pyfuse_apply_conn(conn, &s->cfg);
+    if (PYFUSE_HAS(s, PYFUSE_LL_OP_INIT))
+        pyfuse_ll_cb_init(s->handle); /* a failing init() is logged by Python */
+}
+
+static void ll_destroy(void *userdata)
+{
+    struct pyfuse_session *s = userdata;
+
+    if (PYFUSE_HAS(s, PYFUSE_LL_OP_DESTROY))
+        pyfuse_ll_cb_destroy(s->handle);
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    int res;
+
+    if (too_long(req, name))
+        return;
+    res = CB(req, pyfuse_ll_cb_lookup, parent, name);
+    if (res < 0)
+        pyfuse_ll_fail_lookup(req, -res);
+}
+
+/* The kernel dropped lookups: pyfuse's counts first, then the filesystem's forget (one call
+ * into Python for the whole batch). */
+static void forget_all(fuse_req_t req, struct fuse_forget_data *f, size_t count)
+{
+    struct pyfuse_session *s = pyfuse_ll_of(req);
+
+    for (size_t i = 0; i < count; i++) {
+        uint64_t held;
+
+        if (pyfuse_lookups_drop(&s->lookups, f[i].ino, f[i].nlookup, &held) != 0) {
+            char msg[200];
+
+            snprintf(msg, sizeof msg, "forget of inode %llu: the kernel dropped %llu lookups, "
+                     "pyfuse counted %llu", (unsigned long long)f[i].ino,
+                     (unsigned long long)f[i].nlookup, (unsigned long long)held);
+            pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
+        }
+    }
+    if (PYFUSE_HAS(s, PYFUSE_LL_OP_FORGET)) {
+        pyfuse_ll_current = req;
+        pyfuse_in_callback++;
+        pyfuse_ll_cb_forget(s->handle, (const struct pyfuse_forget *)f, count);
+        pyfuse_in_callback--;
+        pyfuse_ll_current = NULL;
+    }
+    fuse_reply_none(req);
+}
+
+_Static_assert(sizeof(struct pyfuse_forget) == sizeof(struct fuse_forget_data) &&
+               offsetof(struct fuse_forget_data, nlookup) ==
+               offsetof(struct pyfuse_forget, nlookup), "struct pyfuse_forget's layout");
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    struct fuse_forget_data f = { .ino = ino, .nlookup = nlookup };
+
+    forget_all(req, &f, 1);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+    forget_all(req, forgets, count);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_getattr, ino, FHA(fi)));
+}
+
+void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)
+{
+    a->mode = st->st_mode;
+    a->ino = st->st_ino;
+    a->nlink = st->st_nlink;
+    a->uid = st->st_uid;
+    a->gid = st->st_gid;
+    a->size = st->st_size;
+    a->blocks = st->st_blocks;
+    a->rdev = st->st_rdev;
+    a->blksize = st->st_blksize;
+    a->atime_ns = (int64_t)st->st_atim.tv_sec * 1000000000 + st->st_atim.tv_nsec;
+    a->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    a->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+    struct pyfuse_attr a;
+
+    pyfuse_stat_to_attr(attr, &a);
+    done(req, CB(req, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)));
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    done(req, CB(req, pyfuse_ll_cb_readlink, ino));
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev)
+{
+    if (!too_long(req, name))
+        done(req, CB(req, pyfuse_ll_cb_mknod, parent, name, mode, rdev));
+}
+
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    if (!too_long(req, name))
+        done(req, CB(req, pyfuse_ll_cb_mkdir, parent, name, mode));
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    done(req, CB(req, pyfuse_ll_cb_unlink, parent, name));
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    done(req, CB(req, pyfuse_ll_cb_rmdir, parent, name));
+}
+
+static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+    if (!too_long(req, name))
+        done(req, CB(req, pyfuse_ll_cb_symlink, target, parent, name));
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+    if (!too_long(req, newname))
+        done(req, CB(req, pyfuse_ll_cb_rename, parent, name, newparent, newname, flags));
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+    if (!too_long(req, newname))
+        done(req, CB(req, pyfuse_ll_cb_link, ino, newparent, newname));
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_open, ino, fi->flags));
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    if (fi->fh & PYFUSE_FH_FD) { /* FileInfo(fd_backed=True): served from the fd */
+        pyfuse_ll_reply_fd(req, (int)pyfuse_fh(fi), off, size);
+        return;
+    }
+    if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_READ)) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    done(req, CB(req, pyfuse_ll_cb_read, ino, size, off, fi->fh));
+}
+
+static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    if (fi->fh & PYFUSE_FH_FD) {
+        ssize_t n = pwrite((int)pyfuse_fh(fi), buf, size, off);
+
+        if (n < 0)
+            fuse_reply_err(req, errno);
+        else
+            fuse_reply_write(req, (size_t)n);
+        return;
+    }
+    if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_WRITE)) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    done(req, CB(req, pyfuse_ll_cb_write, ino, buf, size, off, fi->fh));
+}
+
+static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_flush, ino, pyfuse_fh(fi)));
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_release, ino, pyfuse_fh(fi), fi->flags));
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_fsync, ino, datasync, pyfuse_fh(fi)));
+}
+
+static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
+{
+    return (struct pyfuse_dir *)(uintptr_t)fi->fh;
+}
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct pyfuse_dir *d = calloc(1, sizeof *d); /* one per opendir, never per entry */
+    int res;
+
+    if (d == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    d->eof_off = -1;
+    if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_OPENDIR)) {
+        pyfuse_ll_reply_opendir(req, d, 0);
+        return;
+    }
+    res = CB(req, pyfuse_ll_cb_opendir, ino, fi->flags, d);
+    if (res < 0)
+        pyfuse_ll_fail_opendir(req, d, -res);
+}
+
+static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi, int plus)
+{
+    struct pyfuse_dir *d = dir_of(fi);
+    struct pyfuse_fill *f;
+    int res;
+
+    /* A listing that already ended at this offset: EOF without Python (as readdir.c). */
+    if (d->eof_off > 0 && off == d->eof_off) {
+        fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    f = pyfuse_ll_fill_new(req, size, plus);
+    if (f == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    res = CB(req, pyfuse_ll_cb_readdir, ino, off, d, f, plus);
+    if (res < 0)
+        pyfuse_ll_fail_dir(f, -res);
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    readdir_any(req, ino, size, off, fi, 0);
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    readdir_any(req, ino, size, off, fi, 1);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct pyfuse_session *s = pyfuse_ll_of(req);
+    struct pyfuse_dir *d = dir_of(fi);
+    int res = 0;
+
+    /* Python when there is something to do: a kept stream to close or a user releasedir
+     * (which replies itself); d is freed here, after Python has read it. */
+    if (d->key != 0 || PYFUSE_HAS(s, PYFUSE_LL_OP_RELEASEDIR))
+        res = CB(req, pyfuse_ll_cb_releasedir, ino, d);
+    if (!PYFUSE_HAS(s, PYFUSE_LL_OP_RELEASEDIR) || res < 0)
+        fuse_reply_err(req, res < 0 ? -res : 0);
+    free(d);
+}
+
+static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_fsyncdir, ino, datasync, dir_of(fi)->fh));
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    done(req, CB(req, pyfuse_ll_cb_statfs, ino));
+}
+
+static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+    done(req, CB(req, pyfuse_ll_cb_setxattr, ino, name, value, size, flags));
+}
+
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    done(req, CB(req, pyfuse_ll_cb_getxattr, ino, name, size));
+}
+
+static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    done(req, CB(req, pyfuse_ll_cb_listxattr, ino, size));
+}
+
+static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    done(req, CB(req, pyfuse_ll_cb_removexattr, ino, name));
+}
+
+static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+    done(req, CB(req, pyfuse_ll_cb_access, ino, mask));
+}
+
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    if (!too_long(req, name))
+        done(req, CB(req, pyfuse_ll_cb_create, parent, name, mode, fi->flags));
+}
+
+static void lock_of(const struct flock *l, struct pyfuse_flock *out)
+{
+    out->type = l->l_type;
+    out->whence = l->l_whence;
+    out->start = l->l_start;
+    out->len = l->l_len;
+    out->pid = l->l_pid;
+}
+
+static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                     struct flock *lock)
+{
+    struct pyfuse_flock l;
+
+    lock_of(lock, &l);
+    done(req, CB(req, pyfuse_ll_cb_getlk, ino, pyfuse_fh(fi), &l));
+}
+
+static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                     struct flock *lock, int sleep)
+{
+    struct pyfuse_flock l;
+
+    lock_of(lock, &l);
+    done(req, CB(req, pyfuse_ll_cb_setlk, ino, pyfuse_fh(fi), &l, sleep));
+}
+
+static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+    done(req, CB(req, pyfuse_ll_cb_flock, ino, pyfuse_fh(fi), op));
+}
+
+static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
+                         struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_fallocate, ino, mode, off, length, pyfuse_fh(fi)));
+}
+
+static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                               struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+                               struct fuse_file_info *fi_out, size_t len, int flags)
+{
+    done(req, CB(req, pyfuse_ll_cb_copy_file_range, ino_in, off_in, pyfuse_fh(fi_in), ino_out,
+                 off_out, pyfuse_fh(fi_out), len, flags));
+}
+
+static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi)
+{
+    done(req, CB(req, pyfuse_ll_cb_lseek, ino, off, whence, pyfuse_fh(fi)));
+}
+
+/* When a row of ll_optable.h fills its member, for the mask m of overridden operations. */
+#define LL_DIR_OPMASK ((1ull << PYFUSE_LL_OP_READDIR) | (1ull << PYFUSE_LL_OP_OPENDIR) | \
+                       (1ull << PYFUSE_LL_OP_RELEASEDIR) | (1ull << PYFUSE_LL_OP_FSYNCDIR))
+#define LL_WHEN_OWN(m, op) (((m) >> (op)) & 1u)
+#define LL_WHEN_ALWAYS(m, op) 1
+#define LL_WHEN_DIRS(m, op) (((m) & LL_DIR_OPMASK) != 0)
+#define LL_WHEN_READDIR(m, op) (((m) >> PYFUSE_LL_OP_READDIR) & 1u)
+
+void pyfuse_ll_fill_ops(struct fuse_lowlevel_ops *o, uint64_t m)
+{
+#define REGISTER(NAME, member, trampoline, when) \
+    if (LL_WHEN_##when(m, PYFUSE_LL_OP_##NAME))  \
+        o->member = trampoline;
+    memset(o, 0, sizeof *o);
+    PYFUSE_LL_OPS(REGISTER)
+#undef REGISTER
+}
+
+int pyfuse_ll_ops_filled(uint64_t opmask)
+{
+    struct fuse_lowlevel_ops o;
+    void (*fn)(void);
+    int n = 0;
+
+    pyfuse_ll_fill_ops(&o, opmask);
+    for (size_t at = 0; at + sizeof fn <= sizeof o; at += sizeof fn) {
+        memcpy(&fn, (const char *)&o + at, sizeof fn);
+        n += fn != NULL;
+    }
+    return n;
+}
+
+pyfuse_session *pyfuse_ll_new(void *handle, int argc, char **argv, uint64_t opmask,
+                              const struct pyfuse_config *cfg)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct fuse_lowlevel_ops ops;
+    struct pyfuse_session *s = calloc(1, sizeof *s);
+
+    if (s == NULL)
+        return NULL;
+    s->handle = handle;
+    s->opmask = opmask;
+    s->cfg = *cfg;
+    if (pyfuse_lookups_init(&s->lookups) != 0) {
+        free(s);
+        return NULL;
+    }
+    pyfuse_ll_fill_ops(&ops, opmask);
+    s->se = fuse_session_new(&args, &ops, sizeof ops, s);
+    fuse_opt_free_args(&args);
+    if (s->se == NULL) {
+        pyfuse_lookups_free(&s->lookups);
+        free(s);
+        return NULL;
+    }
+    return s;
+}

@@ -1,0 +1,358 @@
+"""What both APIs' sessions share: mount options, mounting, the loop, unmounting, the errno
+policy's entry point, notifications' safety rules and the ``with ... mount()`` helper.
+
+:class:`BaseSession` owns one C ``pyfuse_session`` (csrc/session.c): a libfuse high-level
+instance (the path API, :class:`pyfuse.Session`) or a low-level session (the inode API,
+:class:`pyfuse.lowlevel.Session`). Subclasses say how the C session is made (``_new_c``), how a
+request's subject is named in the log (``_where``) and what to close when it ends (``_ended``).
+The session's ``ffi.new_handle`` lives exactly as long as the Python object, which outlives the
+C session, so callbacks never see a dead handle.
+"""
+from __future__ import annotations
+
+import dataclasses
+import errno
+import logging
+import os
+import queue
+import threading
+from types import TracebackType
+from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+
+from .._daemon import daemonize
+from .._pyfuse_c import ffi, lib
+from ..errors import errno_for
+from ..mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
+from ..types import Config
+
+__all__ = ["BaseSession", "Mounted", "serve"]
+
+log = logging.getLogger("pyfuse")
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace(",", "\\,")
+
+
+_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config)}
+
+
+def _config_value(name: str, v: Any) -> Any:
+    """A mount option's value for the Config field it names (-o style strings accepted)."""
+    default = _CONFIG_DEFAULTS[name]
+    try:
+        if isinstance(default, bool) or name.startswith("splice_"):
+            if isinstance(v, str):
+                if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise ValueError(v)
+                return v.lower() in ("1", "true", "yes", "on")
+            return bool(v) if v is not None else True
+        if isinstance(default, float):
+            return float(v)
+        if isinstance(default, str):
+            return str(v)
+        if isinstance(v, str):
+            return int(v, 8 if name == "umask" else 0)
+        return int(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"mount option {name}={v!r}: not a valid value for Config.{name}") \
+            from None
+
+
+def _split_options(options: Optional[Mapping[str, Any]], config: Config
+                   ) -> tuple[dict[str, Any], Config]:
+    """Options that name a Config field set it (on a copy); the rest are mount options."""
+    opts = dict(options or {})
+    overrides = {k: _config_value(k, opts.pop(k)) for k in list(opts) if k in _CONFIG_DEFAULTS}
+    return opts, dataclasses.replace(config, **overrides) if overrides else config
+
+
+class BaseSession:
+    """One mounted filesystem of either API (see the module docstring). Public: ``ops``,
+    ``mountpoint`` (absolute), ``config``, ``connection`` (set once mounted), :meth:`mount`,
+    :meth:`loop`, :meth:`stop`."""
+
+    def __init__(self, ops: Any, mountpoint: str, *, threads: bool = True,
+                 debug: bool = False, ro: bool = False, allow_other: bool = False,
+                 default_permissions: bool = False, fsname: Optional[str] = None,
+                 subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
+                 config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
+                 signals: Optional[bool] = None, stack: bool = False) -> None:
+        self.ops = ops
+        self.mountpoint = os.path.abspath(mountpoint)
+        options, self.config = _split_options(options, config or Config())
+        #: "0:NN", the kernel's id of this mount's connection (/sys/fs/fuse/connections/NN),
+        #: once mounted.
+        self.connection: Optional[str] = None
+        self._threads = threads
+        self._max_threads = max_threads
+        self._clone_fd = clone_fd
+        self._signals = signals
+        self._stack = stack
+        self._fatal: Optional[BaseException] = None
+        self._handle = ffi.new_handle(self)
+        self._c: Any = ffi.NULL
+        self._stopping = False
+        # notifications: the C session is used under this lock, and freed under it
+        self._c_lock = threading.Lock()
+        self._notifier: Optional[_Notifier] = None
+        opts = []
+        if ro:
+            opts.append("ro")
+        if allow_other:
+            opts.append("allow_other")
+        if default_permissions or self.config.posix_acl:
+            opts.append("default_permissions")
+        opts.append("fsname=" + _escape(fsname or "pyfuse"))
+        if subtype:
+            opts.append("subtype=" + _escape(subtype))
+        if self.config.max_read:
+            opts.append(f"max_read={int(self.config.max_read)}")  # libfuse wants both
+        for k, v in options.items():
+            if v is True or v is None:
+                opts.append(k)
+            elif v is not False:
+                opts.append(f"{k}={_escape(str(v))}")
+        self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
+
+    # -- what a subclass provides ----------------------------------------------------------
+    def _new_c(self, argc: int, argv: Any) -> Any:
+        """The C session (``pyfuse_session *``), or NULL (libfuse has logged why)."""
+        raise NotImplementedError
+
+    def _where(self, op: str, where: Any) -> str:
+        """``op`` with what the request is about, for the log."""
+        return op
+
+    def _ended(self) -> None:
+        """The loop has ended and the mount is gone; the C session is still allocated."""
+
+    # -- used by the callbacks -------------------------------------------------------------
+    def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
+        """The negative errno a callback returns for an exception a handler raised (the policy
+        of :mod:`pyfuse.errors`); a KeyboardInterrupt or SystemExit stops the filesystem.
+        ``where`` (the C argument naming what the request is about) goes into what is logged."""
+        if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+            return -exc.errno  # the common case (ENOENT...): nothing logged, nothing decoded
+        if where is not None:
+            op = self._where(op, where)
+        if isinstance(exc, Exception):
+            return -errno_for(exc, op)
+        self._fatal_error(exc, op)
+        return -errno.EINTR
+
+    def _fatal_error(self, exc: BaseException, op: str) -> None:
+        log.info("%s raised %s: stopping the filesystem", op, type(exc).__name__)
+        if self._fatal is None:
+            self._fatal = exc
+        # Unmounting from inside a request could wait on this very request: do it elsewhere.
+        threading.Thread(target=self.stop, name="pyfuse-stop", daemon=True).start()
+
+    # -- life cycle ------------------------------------------------------------------------
+    def mount(self) -> None:
+        """Create the libfuse session and mount it (the kernel mount exists on return)."""
+        _clean_stale(self.mountpoint)
+        if not os.path.isdir(self.mountpoint):
+            raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
+                                     self.mountpoint)
+        live = fuse_device(self.mountpoint)
+        if live is not None and not self._stack:
+            raise OSError(errno.EBUSY, f"mounting at {self.mountpoint}: a live FUSE filesystem "
+                          f"(connection {live}) is mounted there already; unmount it first, or "
+                          "pass stack=True to mount on top of it")
+        argv = [ffi.new("char[]", a.encode()) for a in self._argv]
+        argv_c = ffi.new("char *[]", argv + [ffi.NULL])
+        c = self._new_c(len(argv), argv_c)
+        if c == ffi.NULL:
+            raise RuntimeError("creating the libfuse session failed (see the 'pyfuse' log for "
+                               "libfuse's message)")
+        rc = lib.pyfuse_mount(c, os.fsencode(self.mountpoint))
+        if rc != 0:
+            lib.pyfuse_destroy(c)
+            raise OSError(-rc, f"mounting at {self.mountpoint} failed (see the 'pyfuse' log)")
+        self._c = c
+        self.connection = fuse_device(self.mountpoint)
+        log.debug("mounted %s (connection %s)", self.mountpoint, self.connection)
+
+    def loop(self) -> None:
+        """Serve requests until unmounted or stopped; then unmount and free the session.
+        Re-raises a KeyboardInterrupt/SystemExit that a handler raised."""
+        signals = self._signals
+        if signals is None:
+            signals = threading.current_thread() is threading.main_thread()
+        try:
+            rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
+                                 signals)
+        finally:
+            self._teardown()
+        if self._fatal is not None:
+            raise self._fatal
+        if rc == -errno.ECONNABORTED:
+            # The kernel ended the connection while a request was being read from /dev/fuse
+            # (a lazy unmount's last close racing a worker's read): the end, like ENODEV.
+            log.debug("%s: connection ended during a read", self.mountpoint)
+        elif rc < 0:
+            raise OSError(-rc, f"the FUSE loop failed: {os.strerror(-rc)}")
+        if rc > 0:
+            log.info("%s: signal %d received, unmounted", self.mountpoint, rc)
+
+    def _teardown(self) -> None:
+        if self._c != ffi.NULL:
+            conn = self.connection
+            if conn is not None and fuse_device(self.mountpoint) not in (conn, None) \
+                    and _covered(conn):
+                # Another filesystem is mounted on top: unmounting by path would take that one
+                # down. Abort this connection; libfuse then skips the unmount.
+                _abort_connection(conn)
+            lib.pyfuse_unmount(self._c)
+            self._ended()
+            if self._notifier is not None:
+                self._notifier.stop()
+            with self._c_lock:
+                lib.pyfuse_destroy(self._c)
+                self._c = ffi.NULL
+
+    def stop(self) -> None:
+        """End the loop by unmounting this session's own mount (safe from any thread; a no-op
+        once unmounted). If another FUSE filesystem was mounted on top of it (``stack=True``),
+        that one is left alone: this session's connection is aborted instead (root), and the
+        covered mount is cleaned up by the next mount at that place."""
+        if self._stopping:
+            return
+        self._stopping = True
+        try:
+            top = fuse_device(self.mountpoint)
+            if top is not None and top == self.connection:
+                unmount(self.mountpoint)
+            elif top is not None and self.connection is not None and _covered(self.connection):
+                log.warning("%s: another FUSE filesystem (connection %s) is mounted on top of "
+                            "this one (%s); leaving it, and aborting this one's connection",
+                            self.mountpoint, top, self.connection)
+                _abort_connection(self.connection)
+        except OSError as e:
+            log.error("%s: unmount failed: %s", self.mountpoint, e)
+
+    # -- notifications ---------------------------------------------------------------------
+    def _in_handler(self) -> bool:
+        """This thread runs a request's handler (where a notification could wait for the
+        request it is part of)."""
+        return bool(lib.pyfuse_in_request())
+
+    def _notify(self, what: str, fn: Callable[..., int], *args: Any) -> None:
+        """Send a notification ``fn(c_session, *args)``: at once from any other thread (an
+        OSError if the kernel refuses it), or, from inside a handler, from pyfuse's notifier
+        thread once the handler has let go (libfuse: some notifications wait for requests on
+        the same inode to finish, so sending one from a handler of such a request would wait
+        forever). ENOENT (nothing cached) is not an error. Raises RuntimeError once the
+        session has ended."""
+        if self._c == ffi.NULL or self._stopping:
+            raise RuntimeError(f"{what}: the session of {self.mountpoint} has ended "
+                               "(or was never mounted)")
+        if self._in_handler():
+            with self._c_lock:
+                if self._notifier is None:
+                    self._notifier = _Notifier(self)
+            self._notifier.put(what, fn, args)
+            return
+        self._send(what, fn, args, raise_=True)
+
+    def _send(self, what: str, fn: Callable[..., int], args: tuple[Any, ...],
+              raise_: bool) -> None:
+        with self._c_lock:
+            if self._c == ffi.NULL:
+                if raise_:
+                    raise RuntimeError(f"{what}: the session of {self.mountpoint} has ended")
+                return
+            rc = fn(self._c, *args)
+        if rc < 0 and rc != -errno.ENOENT:
+            err = OSError(-rc, f"{what}{args!r:.200}: the kernel refused it "
+                          f"({os.strerror(-rc)})")
+            if raise_:
+                raise err
+            log.error("%s", err)
+
+
+class _Notifier:
+    """The thread that sends the notifications made inside handlers, in order."""
+
+    def __init__(self, session: BaseSession) -> None:
+        self._session = session
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="pyfuse-notify", daemon=True)
+        self._thread.start()
+
+    def put(self, what: str, fn: Callable[..., int], args: tuple[Any, ...]) -> None:
+        self._queue.put((what, fn, args))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            what, fn, args = item
+            try:
+                self._session._send(what, fn, args, raise_=False)
+            except Exception:
+                log.exception("sending a notification failed")
+
+    def stop(self) -> None:
+        """Send what is queued (the kernel side is gone: they fail quietly) and end."""
+        self._queue.put(None)
+        self._thread.join(10)
+
+
+def serve(session: BaseSession, foreground: bool) -> None:
+    """:func:`pyfuse.run`'s body for either API: mount, daemonize if asked, serve."""
+    session.mount()
+    if not foreground:
+        daemonize()
+    session.loop()
+
+
+S = TypeVar("S", bound=BaseSession)
+
+
+class Mounted(Generic[S]):
+    """``with mount(ops, mountpoint, **kwargs) as session:`` for either API: mounts, serves on
+    a background thread and unmounts on exit (see :class:`pyfuse.mount`)."""
+
+    def __init__(self, session: S) -> None:
+        self.session = session
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+        self._ready = threading.Event()
+
+    def _serve(self) -> None:
+        try:
+            self.session.mount()
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            self.session.loop()
+        except BaseException as e:
+            self._error = e
+
+    def __enter__(self) -> S:
+        self._thread = threading.Thread(target=self._serve, name="pyfuse-loop", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+        return self.session
+
+    def __exit__(self, et: Optional[type], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        assert self._thread is not None
+        self.session.stop()
+        self._thread.join(10)
+        if self._thread.is_alive() and self.session.connection:
+            log.warning("%s: the loop did not end after unmount; aborting the connection",
+                        self.session.mountpoint)
+            _abort_connection(self.session.connection)
+            self._thread.join(10)
+        if self._error is not None and ev is None:
+            raise self._error

@@ -1,0 +1,211 @@
+"""The inode API's C-to-Python entry points (``extern "Python+C"`` in
+csrc/ll_callbacks_cdef.h), one per row of csrc/ll_optable.h.
+
+Most are compiled from one body (:data:`_BODY`, with each operation's own parameter list, as
+:func:`pyfuse._core.dispatch.callback` does for the path API): call the filesystem's method;
+if it returned a coroutine (an ``async def`` method), hand it to the session's event loop and
+leave the request pending; else reply through :mod:`._replies`. An exception becomes the
+negative errno of the policy, which the C trampoline replies. readdir (the readdir engine),
+releasedir, forget, init, destroy and interrupts are written out.
+"""
+from __future__ import annotations
+
+import time
+import types
+from typing import Any
+
+from .._core.convert import path as _name
+from .._core.dispatch import define, extern, log
+from .._core.readdir import PENDING
+from .._pyfuse_c import ffi, lib
+from ..types import Attr, Lock
+from . import _replies as R
+
+_from_handle = ffi.from_handle
+_buffer = ffi.buffer
+_Coro = types.CoroutineType
+_reply_dir = lib.pyfuse_ll_reply_dir
+_fail_dir = lib.pyfuse_ll_fail_dir
+_ATIME_NOW, _MTIME_NOW = lib.FUSE_SET_ATTR_ATIME_NOW, lib.FUSE_SET_ATTR_MTIME_NOW
+_SET_ATIME, _SET_MTIME = lib.FUSE_SET_ATTR_ATIME, lib.FUSE_SET_ATTR_MTIME
+
+_BODY = """\
+def {name}(h, req, {params}):
+    _s = _from_handle(h)
+    try:
+        _r = _s._op_{op}({call})
+        if _r.__class__ is _Coro:
+            return _s._defer(_r, req, _reply, _failf, {op!r}, {where_later}, ({extra_tuple}))
+        _reply(_s, req, _r{extra})
+    except _Refused as _e:
+        _s._refused(_e, {op!r}, {where})
+    except BaseException as _e:
+        return _s._fail(_e, {op!r}, {where})
+    return 0
+"""
+
+#: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)
+_NAMED = "(parent, name)", "(parent, _name(name))"
+_SPECS: list[tuple[str, str, str, Any, Any, str]] = [
+    ("lookup", "parent, name", "parent, _name(name)", R.reply_entry, R.fail_lookup, ""),
+    ("getattr", "ino, fh, has_fh", "ino, fh if has_fh else None", R.reply_attr, R.fail_err,
+     ""),
+    ("setattr", "ino, attr, to_set, fh, has_fh",
+     "ino, *_setattr_args(attr, to_set), fh if has_fh else None", R.reply_attr, R.fail_err, ""),
+    ("readlink", "ino", "ino", R.reply_readlink, R.fail_err, ""),
+    ("mknod", "parent, name, mode, rdev", "parent, _name(name), mode, rdev", R.reply_entry,
+     R.fail_err, ""),
+    ("mkdir", "parent, name, mode", "parent, _name(name), mode", R.reply_entry, R.fail_err, ""),
+    ("unlink", "parent, name", "parent, _name(name)", R.reply_none, R.fail_err, ""),
+    ("rmdir", "parent, name", "parent, _name(name)", R.reply_none, R.fail_err, ""),
+    ("symlink", "target, parent, name", "_name(target), parent, _name(name)", R.reply_entry,
+     R.fail_err, ""),
+    ("rename", "parent, name, newparent, newname, flags",
+     "parent, _name(name), newparent, _name(newname), flags", R.reply_none, R.fail_err, ""),
+    ("link", "ino, newparent, newname", "ino, newparent, _name(newname)", R.reply_entry,
+     R.fail_err, ""),
+    ("open", "ino, flags", "ino, flags", R.reply_open, R.fail_err, ""),
+    ("read", "ino, size, off, fh", "ino, size, off, fh", R.reply_read, R.fail_err, "size"),
+    ("write", "ino, buf, size, off, fh", "ino, _s._wdata(buf, size), off, fh", R.reply_write,
+     R.fail_err, "size"),
+    ("flush", "ino, fh", "ino, fh", R.reply_none, R.fail_err, ""),
+    ("release", "ino, fh, flags", "ino, fh", R.reply_none, R.fail_err, ""),
+    ("fsync", "ino, datasync, fh", "ino, bool(datasync), fh", R.reply_none, R.fail_err, ""),
+    ("opendir", "ino, flags, d", "ino, flags", R.reply_opendir, R.fail_opendir, "d"),
+    ("fsyncdir", "ino, datasync, fh", "ino, bool(datasync), fh", R.reply_none, R.fail_err, ""),
+    ("statfs", "ino", "ino", R.reply_statfs, R.fail_err, ""),
+    ("setxattr", "ino, name, value, size, flags",
+     "ino, _name(name), _buffer(value, size)[:], flags", R.reply_none, R.fail_err, ""),
+    ("getxattr", "ino, name, size", "ino, _name(name)", R.reply_getxattr, R.fail_err, "size"),
+    ("listxattr", "ino, size", "ino", R.reply_listxattr, R.fail_err, "size"),
+    ("removexattr", "ino, name", "ino, _name(name)", R.reply_none, R.fail_err, ""),
+    ("access", "ino, mask", "ino, mask", R.reply_none, R.fail_err, ""),
+    ("create", "parent, name, mode, flags", "parent, _name(name), mode, flags", R.reply_create,
+     R.fail_err, ""),
+    ("getlk", "ino, fh, lock", "ino, fh, _lock(lock)", R.reply_lock, R.fail_err, ""),
+    ("setlk", "ino, fh, lock, sleep", "ino, fh, _lock(lock), bool(sleep)", R.reply_none,
+     R.fail_err, ""),
+    ("flock", "ino, fh, op", "ino, fh, op", R.reply_none, R.fail_err, ""),
+    ("fallocate", "ino, mode, off, length, fh", "ino, mode, off, length, fh", R.reply_none,
+     R.fail_err, ""),
+    ("copy_file_range", "ino_in, off_in, fh_in, ino_out, off_out, fh_out, size, flags",
+     "ino_in, off_in, fh_in, ino_out, off_out, fh_out, size, flags", R.reply_write, R.fail_err,
+     "size"),
+    ("lseek", "ino, off, whence, fh", "ino, off, whence, fh", R.reply_lseek, R.fail_err, ""),
+]
+
+
+def _setattr_args(a: Any, to_set: int) -> tuple[Attr, int]:
+    """setattr's (Attr, to_set), with times set to "now" filled in."""
+    attr = Attr(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev, a.blksize,
+                a.atime_ns, a.mtime_ns, a.ctime_ns)
+    if to_set & (_ATIME_NOW | _MTIME_NOW):
+        now = time.time_ns()
+        if to_set & _ATIME_NOW:
+            attr.atime_ns = now
+            to_set = (to_set & ~_ATIME_NOW) | _SET_ATIME
+        if to_set & _MTIME_NOW:
+            attr.mtime_ns = now
+            to_set = (to_set & ~_MTIME_NOW) | _SET_MTIME
+    return attr, to_set
+
+
+def _lock(lk: Any) -> Lock:
+    return Lock(lk.type, lk.whence, lk.start, lk.len, lk.pid)
+
+
+def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str) -> None:
+    name = "pyfuse_ll_cb_" + op
+    named = params.startswith("parent, name") or params.startswith("target, parent, name")
+    where, where_later = _NAMED if named else (params.split(",")[0], params.split(",")[0])
+    src = _BODY.format(name=name, params=params, op=op, call=call, where=where,
+                       where_later=where_later, extra=f", {extra}" if extra else "",
+                       extra_tuple=f"{extra}," if extra else "")
+    fn = define(src, name, f"<pyfuse lowlevel callback {name}>",
+                {"_from_handle": _from_handle, "_Coro": _Coro, "_reply": reply, "_failf": fail,
+                 "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
+                 "_setattr_args": _setattr_args, "_lock": _lock})
+    extern(fn, name)
+
+
+for _spec in _SPECS:
+    _compile(*_spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# written out
+
+
+@extern
+def pyfuse_ll_cb_readdir(h, req, ino, off, d, fill, plus):
+    s = _from_handle(h)
+    res = s._listings.serve(s._op_readdir, ino, off, d, fill, plus)
+    if res == 0:
+        _reply_dir(fill)
+    elif res != PENDING:
+        return res
+    return 0
+
+
+@extern
+def pyfuse_ll_cb_releasedir(h, req, ino, d):
+    s = _from_handle(h)
+    s._listings.release(d)
+    fn = s._op_releasedir
+    if fn is None:
+        return 0  # the trampoline replies
+    try:
+        r = fn(ino, d.fh)
+        if r.__class__ is _Coro:
+            return s._defer(r, req, R.reply_none, R.fail_err, "releasedir", ino, ())
+        R.reply_none(s, req, r)
+    except BaseException as e:
+        return s._fail(e, "releasedir", ino)
+    return 0
+
+
+def pyfuse_ll_cb_forget(h, forgets, count):
+    s = _from_handle(h)
+    s.forget_requests += 1
+    fn = s._op_forget
+    for i in range(count):
+        f = forgets[i]
+        try:
+            r = fn(f.ino, f.nlookup)
+            if r.__class__ is _Coro:
+                s._bridge.spawn(r, f"forget of inode {f.ino}")
+        except BaseException as e:
+            s._fail(e, "forget", f.ino)
+
+
+extern(pyfuse_ll_cb_forget, void=True)
+
+
+@extern
+def pyfuse_ll_cb_init(h):
+    s = _from_handle(h)
+    try:
+        s._bridge.run_now(s.ops.init())
+    except BaseException as e:
+        s._fail(e, "init")
+    return 0
+
+
+def pyfuse_ll_cb_destroy(h):
+    s = _from_handle(h)
+    try:
+        s._bridge.run_now(s.ops.destroy())
+    except BaseException as e:
+        s._fail(e, "destroy")
+
+
+extern(pyfuse_ll_cb_destroy, void=True)
+
+
+def pyfuse_ll_cb_interrupt(h, key):
+    _from_handle(h)._bridge.interrupt(key)
+
+
+extern(pyfuse_ll_cb_interrupt, void=True)
+
+__all__ = ["PENDING", "log"]

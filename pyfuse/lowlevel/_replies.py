@@ -1,0 +1,205 @@
+"""The inode API's replies: each turns what a handler returned into one call of the shim's
+``pyfuse_ll_reply_*`` (csrc/ll_reply.c), now (a synchronous handler) or when its coroutine
+finishes (an async one). ``reply(session, req, result[, extra])``; conversion errors raise
+before anything is sent (the caller then replies the errno of the policy), and a reply the
+shim refused after answering EIO itself raises :class:`Refused` (logged, nothing more sent).
+The ``fail_*`` functions send an errno with the operation's clean-up.
+"""
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+from .._core.convert import ATTR_STRUCT, encode, pack_attr, pack_statvfs
+from .._pyfuse_c import ffi, lib
+from ..errors import BadReturn, FuseError
+from ..types import FdRange, FileInfo, Lock
+from .operations import Entry
+
+_EINVAL, _EBADMSG = -errno.EINVAL, -errno.EBADMSG
+_c_entry = lib.pyfuse_ll_reply_entry
+_c_attr = lib.pyfuse_ll_reply_attr
+_c_buf = lib.pyfuse_ll_reply_buf
+_c_err = lib.pyfuse_ll_reply_err
+_from_buffer = ffi.from_buffer
+_DIRECT_IO, _KEEP_CACHE = lib.PYFUSE_OPEN_DIRECT_IO, lib.PYFUSE_OPEN_KEEP_CACHE
+_NONSEEKABLE, _FD_BACKED = lib.PYFUSE_OPEN_NONSEEKABLE, lib.PYFUSE_OPEN_FD_BACKED
+
+
+class Refused(Exception):
+    """The shim refused a reply (and answered EIO itself): logged by the caller."""
+
+
+def _refused(rc: int, packed: bytes, what: str) -> None:
+    mode, ino = ATTR_STRUCT.unpack(packed)[:2]
+    if rc == _EINVAL:
+        raise Refused(f"{what} has inode number 0 (an inode the kernel is given must have a "
+                      "number); replied EIO")
+    raise Refused(f"{what} has mode {mode:#o}, which has no valid file type (inode {ino}); "
+                  "replied EIO")
+
+
+def _pack(a: Any, what: str) -> bytes:
+    try:
+        return pack_attr(a)
+    except Exception as e:
+        raise BadReturn(f"{what}: {e}") from None
+
+
+def entry_parts(s: Any, r: Any) -> tuple[bytes, int, float, float]:
+    """(packed attr, generation, entry_timeout, attr_timeout) of an Entry or bare Attr."""
+    if type(r) is Entry:
+        a, gen, et, at = r
+        return (_pack(a, "expected an Entry or Attr"), gen,
+                s._entry_timeout if et is None else et, s._attr_timeout if at is None else at)
+    return _pack(r, "expected an Entry or Attr"), 0, s._entry_timeout, s._attr_timeout
+
+
+def reply_entry(s: Any, req: Any, r: Any) -> None:
+    packed, gen, et, at = entry_parts(s, r)
+    rc = _c_entry(req, packed, gen, et, at)
+    if rc == _EINVAL or rc == _EBADMSG:
+        _refused(rc, packed, "the entry returned")
+
+
+def reply_attr(s: Any, req: Any, r: Any) -> None:
+    if type(r) is Entry:
+        packed = _pack(r.attr, "expected an Attr")
+        at = s._attr_timeout if r.attr_timeout is None else r.attr_timeout
+    else:
+        packed = _pack(r, "expected an Attr")
+        at = s._attr_timeout
+    if _c_attr(req, packed, at) == _EBADMSG:
+        _refused(_EBADMSG, packed, "the attributes returned")
+
+
+def reply_none(s: Any, req: Any, r: Any) -> None:
+    _c_err(req, 0)
+
+
+def reply_readlink(s: Any, req: Any, r: Any) -> None:
+    target = encode(r, "readlink")
+    if b"\0" in target:
+        raise BadReturn("readlink returned a target with a NUL byte")
+    lib.pyfuse_ll_reply_readlink(req, target)
+
+
+def open_parts(r: Any, what: str) -> tuple[int, int]:
+    """(fh, open bits) of what open/create returned (None, an int, a FileInfo)."""
+    if r is None:
+        return 0, 0
+    if type(r) is int:
+        return r, 0
+    if isinstance(r, FileInfo):
+        if r.fd_backed and not (type(r.fh) is int and 0 <= r.fh < 1 << 31):
+            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
+                            f"not {r.fh!r}")
+        return r.fh, ((_DIRECT_IO if r.direct_io else 0) | (_KEEP_CACHE if r.keep_cache else 0)
+                      | (_NONSEEKABLE if r.nonseekable else 0)
+                      | (_FD_BACKED if r.fd_backed else 0))
+    raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, not "
+                    f"{type(r).__name__}")
+
+
+def reply_open(s: Any, req: Any, r: Any) -> None:
+    lib.pyfuse_ll_reply_open(req, *open_parts(r, "open"))
+
+
+def reply_create(s: Any, req: Any, r: Any) -> None:
+    try:
+        entry, opened = r
+    except (TypeError, ValueError):
+        raise BadReturn(f"create must return (entry, fh), not {r!r:.80}") from None
+    packed, gen, et, at = entry_parts(s, entry)
+    fh, bits = open_parts(opened, "create")
+    rc = lib.pyfuse_ll_reply_create(req, packed, gen, et, at, fh, bits)
+    if rc == _EINVAL or rc == _EBADMSG:
+        _refused(rc, packed, "the entry create returned")
+
+
+def reply_read(s: Any, req: Any, data: Any, size: int) -> None:
+    t = type(data)
+    if t is bytes:
+        n = len(data)
+    elif t is FdRange:
+        fd, pos, want = data
+        if type(fd) is not int or fd < 0 or type(pos) is not int or pos < 0:
+            raise BadReturn(f"read: invalid {data!r}")
+        lib.pyfuse_ll_reply_fd(req, fd, pos, size if want < 0 else min(want, size))
+        return
+    else:
+        try:
+            view = memoryview(data)
+        except TypeError:
+            raise BadReturn(f"read must return a bytes-like object or FdRange, not "
+                            f"{t.__name__}") from None
+        n = view.nbytes
+        data = _from_buffer(view) if n else b""
+    if n > size:
+        raise BadReturn(f"read returned {n} bytes, more than the {size} asked for")
+    _c_buf(req, data, n)
+
+
+def reply_write(s: Any, req: Any, n: Any, size: int) -> None:
+    if type(n) is not int or not 0 <= n <= size:
+        raise BadReturn(f"must return the number of bytes written (0..{size}), not {n!r}")
+    lib.pyfuse_ll_reply_write(req, n)
+
+
+def reply_statfs(s: Any, req: Any, v: Any) -> None:
+    try:
+        packed = pack_statvfs(v)
+    except Exception as e:
+        raise BadReturn(f"statfs returned an invalid object: {e}") from None
+    lib.pyfuse_ll_reply_statfs(req, packed)
+
+
+def _sized(req: Any, data: bytes, size: int) -> None:
+    """The xattr size protocol: size 0 asks for the length, a short buffer is ERANGE."""
+    if size == 0:
+        lib.pyfuse_ll_reply_xattr(req, len(data))
+    elif len(data) > size:
+        raise FuseError(errno.ERANGE)
+    else:
+        _c_buf(req, data, len(data))
+
+
+def reply_getxattr(s: Any, req: Any, v: Any, size: int) -> None:
+    if not isinstance(v, (bytes, bytearray, memoryview)):
+        raise BadReturn(f"getxattr must return bytes, not {type(v).__name__}")
+    _sized(req, bytes(v), size)
+
+
+def reply_listxattr(s: Any, req: Any, names: Any, size: int) -> None:
+    _sized(req, b"".join(encode(n, "listxattr") + b"\0" for n in names), size)
+
+
+def reply_lock(s: Any, req: Any, lk: Any) -> None:
+    if not isinstance(lk, Lock):
+        raise BadReturn(f"getlk must return a Lock, not {type(lk).__name__}")
+    lib.pyfuse_ll_reply_lock(req, lk.type, lk.whence, lk.start, lk.len, lk.pid)
+
+
+def reply_lseek(s: Any, req: Any, off: Any) -> None:
+    if type(off) is not int or off < 0:
+        raise BadReturn(f"lseek must return a non-negative offset, not {off!r}")
+    lib.pyfuse_ll_reply_lseek(req, off)
+
+
+def reply_opendir(s: Any, req: Any, r: Any, d: Any) -> None:
+    if r is not None and type(r) is not int:
+        raise BadReturn(f"opendir must return an int handle or None, not {type(r).__name__}")
+    d.fh = r or 0
+    lib.pyfuse_ll_reply_opendir(req, d, 0)
+
+
+def fail_err(req: Any, err: int, *extra: Any) -> None:
+    _c_err(req, err)
+
+
+def fail_lookup(req: Any, err: int) -> None:
+    lib.pyfuse_ll_fail_lookup(req, err)
+
+
+def fail_opendir(req: Any, err: int, d: Any) -> None:
+    lib.pyfuse_ll_fail_opendir(req, d, err)

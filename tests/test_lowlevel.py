@@ -1,0 +1,407 @@
+"""The inode API (pyfuse.lowlevel) on real mounts: lookup counting against the kernel's
+forgets, readdirplus packed and counted in C, async handlers (many slow reads, one thread),
+interrupts, kernel cache notifications, and bad return values. The memory example's inode-API
+twin also runs the memory, data, fsx and conformance suites (tests/test_memory.py,
+tests/conformance)."""
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+import pytest
+
+import pyfuse
+import pyfuse.lowlevel as ll
+from pyfuse import Attr, Config, DirEntry, FileInfo, FuseError
+from pyfuse.examples.latency import Latency
+from pyfuse.examples.memory_ll import MemoryLL
+
+
+def drop_caches() -> None:
+    """Make the kernel forget every inode it does not use (FORGET/BATCH_FORGET)."""
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2")
+
+
+def wait_for(cond: Any, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return bool(cond())
+
+
+class Counting(MemoryLL):
+    """MemoryLL counting its lookup calls and the forgets it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookup_calls = 0
+        self.forgotten = 0
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        self.lookup_calls += 1
+        return super().lookup(parent, name)
+
+    def forget(self, ino: int, nlookup: int) -> None:
+        self.forgotten += nlookup
+        super().forget(ino, nlookup)
+
+
+@pytest.mark.timeout(60)
+def test_lookup_counts_go_back_to_zero(mount_ops: Any, mnt: str) -> None:
+    ops = Counting()
+    s = mount_ops(ops, config=Config(readdirplus="always"))
+    d = os.path.join(mnt, "d")
+    os.mkdir(d)
+    for i in range(300):
+        with open(os.path.join(d, f"f{i:03d}"), "w") as f:
+            f.write("x")
+    os.link(os.path.join(d, "f000"), os.path.join(d, "hard"))
+    drop_caches()
+    assert wait_for(lambda: s.lookups_held() == (0, 0)), s.lookups_held()
+    # a listing with attributes: the readdirplus entries are the kernel's lookups, counted in C
+    ops.lookup_calls = 0
+    out = subprocess.run([sys.executable, "-c", "import os,sys\n"
+                          "for e in os.scandir(sys.argv[1]): os.lstat(e.path)", d],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    inodes, held = s.lookups_held()
+    assert ops.lookup_calls <= 3  # "d" itself, and what the kernel may re-check
+    assert inodes >= 300 and held >= 301  # "hard" and "f000" are one inode, looked up twice
+    hard = os.stat(os.path.join(d, "hard"))
+    assert s.lookups(hard.st_ino) >= 2 and hard.st_nlink == 2
+    # the kernel forgets them all; the filesystem gets every lookup back, none twice (an
+    # over-forget would log an error, which fails this test)
+    forgotten, requests = ops.forgotten, s.forget_requests
+    drop_caches()
+    assert wait_for(lambda: s.lookups_held() == (0, 0)), s.lookups_held()
+    assert ops.forgotten - forgotten >= held
+    # BATCH_FORGET: many forgets in one call into Python
+    assert s.forget_requests - requests < 300
+
+
+@pytest.mark.timeout(60)
+def test_unlinked_inode_freed_after_forget(mount_ops: Any, mnt: str) -> None:
+    ops = MemoryLL()
+    s = mount_ops(ops)
+    p = os.path.join(mnt, "f")
+    with open(p, "w") as f:
+        f.write("data")
+        ino = os.fstat(f.fileno()).st_ino
+        os.unlink(p)
+        assert os.fstat(f.fileno()).st_nlink == 0
+        assert ino in ops.inodes  # open: kept
+    drop_caches()
+    assert wait_for(lambda: ino not in ops.inodes)
+    assert s.lookups(ino) == 0
+
+
+class Hello(ll.Operations):
+    """One file, with switches for the error cases."""
+
+    def __init__(self) -> None:
+        self.bad = ""
+        now = time.time_ns()
+        self.root = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2, mtime_ns=now)
+        self.file = Attr(mode=stat.S_IFREG | 0o644, ino=2, size=5, mtime_ns=now)
+
+    def lookup(self, parent: int, name: str) -> Any:
+        if name != "hello":
+            raise FuseError(errno.ENOENT)
+        if self.bad == "ino0":
+            return ll.Entry(Attr(mode=stat.S_IFREG | 0o644, ino=0))
+        if self.bad == "type":
+            return ll.Entry(Attr(mode=0o644, ino=2))
+        if self.bad == "value":
+            return 42
+        return ll.Entry(self.file, entry_timeout=0, attr_timeout=0)
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        if ino == 1:
+            return self.root
+        if ino == 2:
+            return self.file
+        raise FuseError(errno.ENOENT)
+
+    def open(self, ino: int, flags: int) -> FileInfo:
+        return FileInfo(direct_io=True)
+
+    async def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        if self.bad == "raise":
+            raise ValueError("boom")
+        await asyncio.sleep(0)
+        return b"hello"[offset:offset + size]
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:
+        if self.bad == "plus0":
+            return [DirEntry("hello", Attr(mode=stat.S_IFREG | 0o644, ino=0))]
+        return [DirEntry(".", self.root), DirEntry("..", self.root),
+                DirEntry("hello", self.file)]
+
+
+def test_hello(mount_ops: Any, mnt: str) -> None:
+    ops = Hello()
+    mount_ops(ops)
+    assert sorted(os.listdir(mnt)) == ["hello"]
+    st = os.stat(os.path.join(mnt, "hello"))
+    assert st.st_ino == 2 and st.st_size == 5
+    with open(os.path.join(mnt, "hello"), "rb") as f:
+        assert f.read() == b"hello"
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(mnt, "nope"))
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("bad,message", [
+    ("ino0", "inode number 0"), ("type", "no valid file type"),
+    ("value", "expected an Entry or Attr"), ("raise", "raised ValueError"),
+    ("plus0", "inode number 0")])
+def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, bad: str,
+                                        message: str) -> None:
+    ops = Hello()
+    mount_ops(ops, config=Config(readdirplus="always", entry_timeout=0, attr_timeout=0))
+    p = os.path.join(mnt, "hello")
+    if bad in ("raise",):
+        with open(p, "rb") as f:
+            ops.bad = bad
+            with pytest.raises(OSError) as ei:
+                f.read()
+    elif bad == "plus0":
+        ops.bad = bad
+        with pytest.raises(OSError) as ei:
+            os.listdir(mnt)
+    else:
+        ops.bad = bad
+        with pytest.raises(OSError) as ei:
+            os.stat(p)
+    assert ei.value.errno == errno.EIO
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and message in errors[0], errors
+    ops.bad = ""
+    assert os.stat(p).st_size == 5  # and the mount goes on
+
+
+@pytest.mark.timeout(60)
+def test_many_slow_reads_one_thread(example: Any, tmp_path: Any) -> None:
+    """1,000 reads that each await 0.2 s finish together, on a daemon with a few threads (a
+    thread per request would need 1,000; serially they would take 200 s)."""
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    daemon = example("latency", "--delay", "0.2", mountpoint=mnt)
+    client = (
+        "import os, sys, threading, time\n"
+        "m = sys.argv[1]\n"
+        "fds = [os.open(os.path.join(m, 'file%d' % (i % 16)), os.O_RDONLY) for i in range(1000)]\n"
+        "got = []\n"
+        "def rd(fd): got.append(len(os.pread(fd, 4096, 0)))\n"
+        "ts = [threading.Thread(target=rd, args=(fd,)) for fd in fds]\n"
+        "t = time.monotonic()\n"
+        "[x.start() for x in ts]; [x.join() for x in ts]\n"
+        "print(time.monotonic() - t, len(got), set(got))\n")
+    peak = 0
+    proc = subprocess.Popen([sys.executable, "-c", client, mnt], stdout=subprocess.PIPE,
+                            text=True)
+    while proc.poll() is None:
+        with open(f"/proc/{daemon.pid}/status") as f:
+            threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+        peak = max(peak, threads)
+        time.sleep(0.01)
+    elapsed, n, sizes = proc.stdout.read().split(maxsplit=2)  # type: ignore[union-attr]
+    assert proc.returncode == 0 and int(n) == 1000 and sizes.strip() == "{4096}"
+    assert float(elapsed) < 10, elapsed
+    assert peak <= 16, peak
+
+
+@pytest.mark.timeout(60)
+def test_interrupt_cancels_an_async_read(mount_ops: Any, mnt: str) -> None:
+    ops = Latency(delay=3600, files=2, size=4096)
+    mount_ops(ops)
+    t = time.monotonic()
+    r = subprocess.run(["timeout", "-s", "INT", "1", "cat", os.path.join(mnt, "file0")],
+                       capture_output=True, timeout=30)
+    assert r.returncode != 0
+    assert time.monotonic() - t < 5
+    assert wait_for(lambda: ops.cancelled == 1)
+    assert sorted(os.listdir(mnt)) == ["file0", "file1"]  # still serving
+
+
+class SlowSync(ll.Operations):
+    """A synchronous read that polls pyfuse.context().interrupted."""
+
+    def __init__(self) -> None:
+        self.seen_interrupt = threading.Event()
+        self.groups: tuple[int, ...] = ()
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        if name != "slow":
+            raise FuseError(errno.ENOENT)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=4096)
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        if ino == 1:
+            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=4096)
+
+    def open(self, ino: int, flags: int) -> FileInfo:
+        self.groups = pyfuse.context().groups
+        return FileInfo(direct_io=True)
+
+    def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        ctx = pyfuse.context()
+        for _ in range(3000):
+            if ctx.interrupted:
+                self.seen_interrupt.set()
+                raise FuseError(errno.EINTR)
+            time.sleep(0.01)
+        return b""
+
+
+@pytest.mark.timeout(60)
+def test_sync_handler_sees_interrupt_and_groups(mount_ops: Any, mnt: str) -> None:
+    ops = SlowSync()
+    mount_ops(ops)
+    t = time.monotonic()
+    subprocess.run(["timeout", "-s", "INT", "1", "cat", os.path.join(mnt, "slow")],
+                   capture_output=True, timeout=30)
+    assert time.monotonic() - t < 10
+    assert ops.seen_interrupt.wait(5)
+    assert set(ops.groups) == set(os.getgroups())
+
+
+class Changing(ll.Operations):
+    """Files whose content and names change behind the kernel's back; caches kept long."""
+
+    def __init__(self) -> None:
+        self.names = {"a": 2}
+        self.data = {2: b"old"}
+        self.session: Optional[ll.Session] = None
+        self.notified = threading.Event()
+
+    def _attr(self, ino: int) -> Attr:
+        if ino == 1:
+            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=ino, size=len(self.data[ino]))
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        if name == "trigger":  # a notification about this very directory, from its lookup
+            assert self.session is not None
+            self.session.invalidate_entry(ll.ROOT_INO, "a")
+            self.notified.set()
+        if name not in self.names:
+            raise FuseError(errno.ENOENT)
+        return self._attr(self.names[name])
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        return self._attr(ino)
+
+    def open(self, ino: int, flags: int) -> FileInfo:
+        return FileInfo(keep_cache=True)
+
+    def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        return self.data[ino][offset:offset + size]
+
+
+@pytest.mark.timeout(60)
+def test_notifications(mount_ops: Any, mnt: str) -> None:
+    ops = Changing()
+    long = Config(entry_timeout=3600, attr_timeout=3600)
+    s = mount_ops(ops, config=long)
+    ops.session = s
+    a = os.path.join(mnt, "a")
+
+    def read(p: str) -> bytes:
+        with open(p, "rb") as f:
+            return f.read()
+
+    assert read(a) == b"old"
+    ops.data[2] = b"new"  # the same size: the kernel has no reason to drop its pages
+    assert read(a) == b"old"  # cached
+    s.invalidate_inode(2)
+    assert read(a) == b"new"
+    s.notify_store(2, 0, b"NEW")
+    assert read(a) == b"NEW"  # from the page cache: the filesystem still says "new"
+    # a name that changed behind the kernel's back
+    ops.names = {"b": 2}
+    assert os.path.exists(a)  # cached
+    s.invalidate_entry(ll.ROOT_INO, "a")
+    assert not os.path.exists(a)
+    assert read(os.path.join(mnt, "b")).lower() == b"new"  # the same inode, by its new name
+    s.notify_delete(ll.ROOT_INO, 2, "b")
+    ops.names = {}
+    assert not os.path.exists(os.path.join(mnt, "b"))
+    s.invalidate_inode(12345)  # nothing cached: not an error
+    # from inside a handler of the same directory: sent after it, never a hang
+    ops.names = {"a": 2}
+    assert os.path.exists(a)
+    assert not os.path.exists(os.path.join(mnt, "trigger"))
+    assert ops.notified.wait(5)
+
+
+def test_notify_after_end_is_an_error(mnt: str) -> None:
+    with pyfuse.testing.mounted(Changing(), mnt) as s:
+        pass
+    with pytest.raises(RuntimeError, match="has ended"):
+        s.invalidate_inode(2)
+
+
+@pytest.mark.timeout(60)
+def test_path_api_invalidate_path(mount_ops: Any, mnt: str) -> None:
+    class Files(pyfuse.Operations):
+        def __init__(self) -> None:
+            self.size = 3
+
+        def getattr(self, path: str, fh: Optional[int]) -> Attr:
+            if path == "/":
+                return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+            if path == "/f":
+                return Attr(mode=stat.S_IFREG | 0o644, size=self.size)
+            raise FuseError(errno.ENOENT)
+
+    ops = Files()
+    s = mount_ops(ops, config=Config(attr_timeout=3600, entry_timeout=3600))
+    p = os.path.join(mnt, "f")
+    assert os.stat(p).st_size == 3
+    ops.size = 7
+    assert os.stat(p).st_size == 3
+    s.invalidate_path("/f")
+    assert os.stat(p).st_size == 7
+
+
+def test_async_readdir_and_context(mount_ops: Any, mnt: str) -> None:
+    class AsyncFs(ll.Operations):
+        def __init__(self) -> None:
+            self.ctx: Optional[pyfuse.Context] = None
+
+        async def lookup(self, parent: int, name: str) -> Attr:
+            self.ctx = pyfuse.context()
+            await asyncio.sleep(0.01)
+            if name != "x":
+                raise FuseError(errno.ENOENT)
+            return Attr(mode=stat.S_IFREG | 0o644, ino=5)
+
+        async def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+            if ino == 1:
+                return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+            return Attr(mode=stat.S_IFREG | 0o644, ino=5)
+
+        async def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:
+            await asyncio.sleep(0.01)
+            return [f"n{i}" for i in range(1000)]
+
+    ops = AsyncFs()
+    mount_ops(ops)
+    assert sorted(os.listdir(mnt)) == sorted(f"n{i}" for i in range(1000))
+    assert os.stat(os.path.join(mnt, "x")).st_ino == 5
+    assert ops.ctx is not None and ops.ctx.pid == os.getpid() and ops.ctx.uid == os.getuid()
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(mnt, "y"))
