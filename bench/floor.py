@@ -50,7 +50,7 @@ def _constant_listing(path: bytes) -> bool:
 
 
 def _fill_constant(d, fill) -> int:
-    if lib.pyfuse_fill(fill, NAMES, len(NAMES), 8, ffi.NULL, FILE, 0, 0) != 8:
+    if lib.pyfuse_fill(fill, NAMES, len(NAMES), 8, ffi.NULL, FILE, 0, ffi.NULL, 0) != 8:
         return -errno.EIO  # the kernel buffer took fewer: cannot happen for 8 short names
     d.eof_off = 8  # C answers the next request (at offset 8) with the end of the listing
     return 0

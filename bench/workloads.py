@@ -21,6 +21,11 @@ seqwrite  write a 1 GiB file ("seq") in 1 MiB write(2) calls
 seqread   read it in 1 MiB read(2) calls
 rand1     one reader: 4 KiB pread(2) at random 4 KiB-aligned offsets (time per read)
 rand4     four reader threads doing the same (time per read, all threads together)
+
+The async workloads (bench/aio.py; --mount is a latency filesystem's mount):
+
+A1, A16, A256  N reads of 4 KiB in flight at once (N threads reading one after the other),
+               each waiting 10 ms in the filesystem (time per read)
 """
 from __future__ import annotations
 
@@ -127,6 +132,42 @@ DATA = {"seqwrite": (seqwrite, 1), "seqread": (seqread, 1), "rand1": (rand1, REA
         "rand4": (rand4, READS)}
 WORKLOADS.update({name: fn for name, (fn, _) in DATA.items()})
 
+# The async suite (bench/aio.py; --mount is a mount of a latency filesystem: file0..file15,
+# each read waits 10 ms): AN keeps N reads of 4 KiB in flight, one per thread of N threads kept
+# between calls (on files opened once); in a call each thread makes ASYNC_READS reads, one after
+# the other, and pyperf reports the time per read (requests per second: 1 / time).
+ASYNC_READS = 10
+_crews: dict[tuple[str, int], tuple[threading.Barrier, threading.Barrier]] = {}
+
+
+def _crew(d: str, n: int) -> tuple[threading.Barrier, threading.Barrier]:
+    start, end = threading.Barrier(n + 1), threading.Barrier(n + 1)
+
+    def work(fd: int) -> None:
+        while True:
+            start.wait()
+            for _ in range(ASYNC_READS):
+                if len(os.pread(fd, PAGE, 0)) != PAGE:
+                    raise SystemExit("short read")
+            end.wait()
+
+    for i in range(n):
+        fd = os.open(os.path.join(d, f"file{i % 16}"), os.O_RDONLY)
+        threading.Thread(target=work, args=(fd,), daemon=True).start()
+    return start, end
+
+
+def _concurrent(n: int) -> Callable[[str], None]:
+    def run(d: str) -> None:
+        start, end = _crews.get((d, n)) or _crews.setdefault((d, n), _crew(d, n))
+        start.wait()
+        end.wait()
+    return run
+
+
+ASYNC = {f"A{n}": n for n in (1, 16, 256)}
+WORKLOADS.update({name: _concurrent(n) for name, n in ASYNC.items()})
+
 
 def _pass_args(cmd: list[str], args: object) -> None:
     cmd.extend(["--mount", args.mount, "--workload", args.workload])  # type: ignore[attr-defined]
@@ -137,7 +178,8 @@ def main() -> None:
     runner.argparser.add_argument("--mount", required=True)
     runner.argparser.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
     args = runner.parse_args()
-    inner = DATA[args.workload][1] if args.workload in DATA else 1
+    inner = DATA[args.workload][1] if args.workload in DATA else \
+        ASYNC[args.workload] * ASYNC_READS if args.workload in ASYNC else 1
     runner.bench_func(args.workload, WORKLOADS[args.workload], args.mount, inner_loops=inner)
 
 

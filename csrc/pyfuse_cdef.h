@@ -158,10 +158,13 @@ int pyfuse_get_context(struct pyfuse_ctx *out);
 /* readdir.c: hand libfuse a batch of n entries; returns how many it took (<= n) or -errno.
  * names: n NUL-separated names (one buffer); offs: NULL (positional: base + i + 1) or n native
  * int64 offsets; attrs: NULL or packed struct pyfuse_attr (mode 0 = none), entry i's at
- * attrs + i * attr_stride (stride 0: one attribute shared by the whole batch). offs and attrs
- * are byte buffers (Python bytes, passed without a copy) of any alignment. */
+ * attrs + i * attr_stride (stride 0: one attribute shared by the whole batch); inos: NULL or
+ * n native uint64 inode numbers that replace the attributes' ino (a shared attribute
+ * template, each entry its own inode). offs, attrs and inos are byte buffers (Python bytes,
+ * passed without a copy) of any alignment. */
 int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, int n,
-                const char *offs, const char *attrs, size_t attr_stride, int64_t base);
+                const char *offs, const char *attrs, size_t attr_stride, const char *inos,
+                int64_t base);
 
 void pyfuse_log_init(void);
 

@@ -215,7 +215,7 @@ static int check_names(const char *names, size_t names_len, int n)
  * no entry, and no count, behind): offsets > 0, valid file types, and for readdirplus an
  * inode number in every entry with attributes but "." and "..". */
 static int ll_check(const struct pyfuse_fill *f, const char *names, int n, const char *offs,
-                    const char *attrs, size_t attr_stride, int64_t base)
+                    const char *attrs, size_t attr_stride, const char *inos, int64_t base)
 {
     const char *p = names;
 
@@ -230,6 +230,8 @@ static int ll_check(const struct pyfuse_fill *f, const char *names, int n, const
         if (attrs == NULL)
             continue;
         memcpy(&a, attrs + (size_t)i * attr_stride, sizeof a);
+        if (inos != NULL)
+            memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
         if (a.mode != 0 && !pyfuse_valid_type(a.mode))
             return -EBADMSG;
         if (f->plus && a.mode != 0 && a.ino == 0 && !dot_or_dotdot(p))
@@ -240,14 +242,14 @@ static int ll_check(const struct pyfuse_fill *f, const char *names, int n, const
 
 /* pyfuse_fill's loop for a low-level listing (names already checked). */
 static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *offs,
-                   const char *attrs, size_t attr_stride, int64_t base)
+                   const char *attrs, size_t attr_stride, const char *inos, int64_t base)
 {
     struct pyfuse_lookups *counts = &pyfuse_ll_of(f->req)->lookups;
     const char *p = names, *converted = NULL;
     struct pyfuse_attr a = { 0 };
     struct stat st;
     int64_t off;
-    int i, res = ll_check(f, names, n, offs, attrs, attr_stride, base);
+    int i, res = ll_check(f, names, n, offs, attrs, attr_stride, inos, base);
 
     if (res != 0)
         return res;
@@ -266,6 +268,10 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
                 pyfuse_attr_to_stat(&a, &st);
             converted = ap;
         }
+        if (inos != NULL) { /* the template's conversion stands; only the number changes */
+            memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
+            st.st_ino = (ino_t)a.ino;
+        }
         if (ll_add(f, p, ap != NULL && a.mode != 0 ? &a : NULL, &st, off))
             break; /* the buffer is full */
         p += strlen(p) + 1;
@@ -276,7 +282,8 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
 }
 
 int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,
-                const char *offs, const char *attrs, size_t attr_stride, int64_t base)
+                const char *offs, const char *attrs, size_t attr_stride, const char *inos,
+                int64_t base)
 {
     const char *p = names, *converted = NULL;
     struct pyfuse_attr a = { 0 };
@@ -290,7 +297,7 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
     if (res != 0)
         return res;
     if (f->req != NULL)
-        return ll_fill(f, names, n, offs, attrs, attr_stride, base);
+        return ll_fill(f, names, n, offs, attrs, attr_stride, inos, base);
     for (int i = 0; i < n; i++) {
         const struct stat *sp = NULL;
         enum fuse_fill_dir_flags fl = 0;
@@ -314,6 +321,12 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
             sp = &st;
             if (f->plus)
                 fl = FUSE_FILL_DIR_PLUS;
+            if (inos != NULL) {
+                uint64_t ino;
+
+                memcpy(&ino, inos + (size_t)i * sizeof ino, sizeof ino);
+                st.st_ino = (ino_t)ino;
+            }
         }
         if (f->filler(f->buf, p, sp, off, fl))
             return i; /* kernel buffer full: entries i.. go in the next request */

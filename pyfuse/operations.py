@@ -237,7 +237,9 @@ class Operations:
                 ) -> Iterable[Union[str, DirEntry, tuple[Any, ...]]]:
         """The entries of directory ``path``: names (``str``), :class:`DirEntry` objects, or
         plain ``(name, attr)`` / ``(name, attr, offset)`` tuples (the same fields as DirEntry,
-        about ten times cheaper to build), from any iterable (a generator is natural). A list or
+        about ten times cheaper to build; ``(name, attr, offset, ino)`` gives the entry the
+        inode number ``ino`` in place of ``attr.ino``, so one ``attr`` can serve many entries),
+        from any iterable (a generator is natural). A list or
         tuple is sliced rather than iterated, so a listing built once and returned again is
         cheapest to serve; pyfuse may read it across several requests, so do not change it in
         place while it may still be listed (build a new one instead). Include ``"."`` and

@@ -56,7 +56,9 @@ def snapshot(mnt: str) -> dict[str, object]:
 
 def implementations() -> list[object]:
     impls = [pytest.param([CREF], id="cref"),
-             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree.py")], id="pyfuse")]
+             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree.py")], id="pyfuse"),
+             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree_ll.py")],
+                          id="pyfuse-ll")]
     for name, module in (("fusepy", "fuse"), ("mfusepy", "mfusepy"), ("llfuse", "llfuse"),
                          ("pyfuse3", "pyfuse3")):
         mark = pytest.mark.skipif(importlib.util.find_spec(module) is None,

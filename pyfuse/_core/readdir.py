@@ -91,14 +91,15 @@ class DirStream:
 
 class _Batch:
     """Entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding), packed
-    attributes with their stride (0: one shared), offsets (``None``: positional)."""
+    attributes with their stride (0: one shared), offsets (``None``: positional), inode numbers
+    that replace the attributes' (``None``: none)."""
 
-    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c")
+    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c", "inos", "inos_c")
 
     def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
-                 offs_c: Any) -> None:
+                 offs_c: Any, inos: Any = None, inos_c: Any = _NULL) -> None:
         self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
-        self.offs, self.offs_c = offs, offs_c
+        self.offs, self.offs_c, self.inos, self.inos_c = offs, offs_c, inos, inos_c
 
     def rest(self, k: int) -> _Batch:
         """The entries from k on, still packed (the names are joined again: C speed)."""
@@ -106,24 +107,28 @@ class _Batch:
         return _Batch(names, _join(names),
                       self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
                       None if self.offs is None else self.offs[k:],
-                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:])
+                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:],
+                      None if self.inos is None else self.inos[k:],
+                      self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
 
 
 _ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
 
 
-def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any]:
-    """(names, their NUL-separated encoding, attrs, offsets) of a batch of entries.
+def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
+    """(names, their NUL-separated encoding, attrs, offsets, inos) of a batch of entries.
 
-    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset])
-    tuples of one length) are split at C speed: one pass for the types, one ``zip``; names
-    that are not str, attrs that do not pack and offsets that are not integers are caught later
-    by the join, the packing and the array.
+    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset[,
+    ino]]) tuples of one length) are split at C speed: one pass for the types, one ``zip``;
+    names that are not str, attrs that do not pack and offsets or inode numbers that are not
+    integers are caught later by the join, the packing and the arrays. ``inos`` (None unless
+    the entries are 4-tuples) replace the attributes' inode numbers: one attribute template
+    shared by entries that each have their own inode (packed once, not once an entry).
     """
     t = type(batch[0])
     if t is str:
         try:
-            return batch, "\0".join(batch).encode(ENC, "surrogateescape"), None, None
+            return batch, "\0".join(batch).encode(ENC, "surrogateescape"), None, None, None
         except TypeError:
             pass  # not only names: normalise below
     elif t is DirEntry or t is tuple:
@@ -132,25 +137,27 @@ def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any]:
             cols = tuple(zip(*batch))  # one pass transposes the batch into its columns
             if t is tuple and max(map(len, batch)) != len(cols):
                 cols = ()  # tuples of different lengths (zip stopped at the shortest)
+            if len(cols) == 4:
+                return cols[0], _join(cols[0]), cols[1], cols[2], cols[3]
             if len(cols) == 3:
-                return cols[0], _join(cols[0]), cols[1], cols[2]
+                return cols[0], _join(cols[0]), cols[1], cols[2], None
             if len(cols) == 2:
-                return cols[0], _join(cols[0]), cols[1], None
-    norm = []
+                return cols[0], _join(cols[0]), cols[1], None, None
+    norm: list[tuple[Any, ...]] = []
     for i, e in enumerate(batch):
         if isinstance(e, str):
-            norm.append(DirEntry(e))
+            norm.append((e, None, 0, 0))
         elif isinstance(e, DirEntry):
-            norm.append(e)
-        elif type(e) is tuple and len(e) in (2, 3):
-            norm.append(DirEntry(*e))
+            norm.append((*e, 0))
+        elif type(e) is tuple and 2 <= len(e) <= 4:
+            norm.append(e + (None, 0, 0)[len(e) - 1:])
         elif isinstance(e, (bytes, bytearray)):
-            norm.append(DirEntry(bytes(e).decode(ENC, "surrogateescape")))
+            norm.append((bytes(e).decode(ENC, "surrogateescape"), None, 0, 0))
         else:
-            raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset]) "
+            raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset[, ino]]) "
                             f"tuples, not {type(e).__name__} (entry {i} of the batch: {e!r:.80})")
-    names, attrs, offs = zip(*norm)
-    return names, _join(names), attrs, offs
+    names, attrs, offs, inos = zip(*norm)
+    return names, _join(names), attrs, offs, inos if any(inos) else None
 
 
 def _join(names: Any) -> bytes:
@@ -192,7 +199,7 @@ _FILL_ERRORS = {
 
 def _pack(d: Any, batch: list[Any]) -> _Batch:
     """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
-    names, blob, attrs, offs = _split(batch)
+    names, blob, attrs, offs, inos = _split(batch)
     if offs is None or not any(offs):
         offs_c = _NULL
         mode = _POSITIONAL
@@ -213,7 +220,17 @@ def _pack(d: Any, batch: list[Any]) -> _Batch:
         attrs_c, stride = (_NULL, 0) if attrs is None else _pack_attrs(attrs)
     except Exception as e:
         raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
-    return _Batch(names, blob, attrs_c, stride, None if mode == _POSITIONAL else offs, offs_c)
+    inos_c = _NULL
+    if inos is not None:
+        if attrs_c == _NULL:
+            raise BadReturn("readdir yielded (name, attr, offset, ino) entries without an attr "
+                            "(the inode number replaces the attr's)")
+        try:
+            inos_c = array("Q", inos).tobytes()
+        except (TypeError, OverflowError) as e:
+            raise BadReturn(f"readdir yielded an invalid inode number: {e}") from None
+    return _Batch(names, blob, attrs_c, stride, None if mode == _POSITIONAL else offs, offs_c,
+                  inos, inos_c)
 
 
 def _culprit(b: _Batch, err: int, base: int) -> str:
@@ -227,6 +244,10 @@ def _culprit(b: _Batch, err: int, base: int) -> str:
                 or err == errno.EEXIST and raw in seen:
             return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
         seen.add(raw)
+        if err == errno.EDOM and b.attrs and raw not in (b".", b".."):
+            fields = ATTR_STRUCT.unpack(b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE])
+            if fields[0] and (b.inos[i] if b.inos is not None else fields[1]) == 0:
+                return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
         if err == errno.EBADMSG and b.attrs:
             a = b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE]
             mode = ATTR_STRUCT.unpack(a)[0] if len(a) == _ATTR_SIZE else 0
@@ -243,7 +264,7 @@ def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
     """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
     any, is kept packed in ``st.left`` for the next request."""
     n = len(b.names)
-    k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, st.pos)
+    k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
     if k < 0:
         raise BadReturn(f"{_FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
                         f"{_culprit(b, -k, st.pos)}")

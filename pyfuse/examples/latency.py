@@ -2,6 +2,7 @@
 for "thousands of slow requests, one thread" (the inode API's ``async def`` handlers).
 
     python -m pyfuse.examples.latency /mnt/x --delay 0.05 [--files 16] [--size 1048576]
+        [--threads]
 
 The root holds ``--files`` read-only files (``file0``, ``file1``, ...) of ``--size`` bytes, each
 filled with its own repeating pattern. ``read`` is ``async def``: it awaits
@@ -9,7 +10,9 @@ filled with its own repeating pattern. ``read`` is ``async def``: it awaits
 pyfuse's loop goes on reading requests and the event loop runs the other reads, so N concurrent
 readers take about one delay, not N, with no thread per request. An interrupted read (Ctrl-C
 of the reader) is cancelled and answered EINTR. The files are opened with ``direct_io``, so
-every read(2) reaches the filesystem, as on a network filesystem that does not cache.
+every read(2) reaches the filesystem, as on a network filesystem that does not cache. It
+serves with one thread reading requests (``threads=False``): the reads wait on the event loop,
+not on a thread.
 """
 from __future__ import annotations
 
@@ -91,9 +94,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--delay", type=float, default=0.05, help="seconds each read waits")
     p.add_argument("--files", type=int, default=16)
     p.add_argument("--size", type=int, default=1 << 20)
+    p.add_argument("--threads", action="store_true",
+                   help="pyfuse's multi-threaded loop (default: one thread reads requests)")
     own, rest = p.parse_known_args(argv)
     args, kwargs = parse("Mount a read-only filesystem whose reads each wait --delay seconds "
-                         "(async handlers: --delay, --files, --size).", rest)
+                         "(async handlers: --delay, --files, --size, --threads).", rest)
+    # Every slow handler is async, so one thread reading requests is enough: more would only
+    # wait for the GIL (measured with bench/aio.py A256: about 7,000 requests/s with one
+    # reader, 6,000 with the multi-threaded loop, which had started 10 workers).
+    kwargs["threads"] = own.threads
     return serve(Latency(own.delay, own.files, own.size), args.mountpoint,
                  session_type=ll.Session, **kwargs)
 

@@ -11,6 +11,7 @@ and ends with the session, after every pending request has been answered.
 from __future__ import annotations
 
 import asyncio
+import collections
 import errno
 import itertools
 import logging
@@ -62,6 +63,10 @@ class Bridge:
         self._pending: dict[int, _Pending] = {}
         self._keys = itertools.count(1)
         self._closed = False
+        # requests handed over but not yet started: the event loop is woken once for a burst
+        # of them (one write to its self-pipe), not once for each
+        self._arrived: collections.deque[_Pending] = collections.deque()
+        self._woken = False
         #: threading.get_ident() of the event loop's thread, once started.
         self.thread_id: Optional[int] = None
 
@@ -108,13 +113,21 @@ class Bridge:
         p = _Pending(next(self._keys), req, coro, on_result, on_error, op, where)
         self._pending[p.key] = p
         lib.pyfuse_ll_watch(req, p.key)  # an INTERRUPT already received is reported at once
-        loop.call_soon_threadsafe(self._begin, p)
+        self._arrived.append(p)
+        if not self._woken:
+            self._woken = True
+            loop.call_soon_threadsafe(self._begin)
         return 0
 
-    def _begin(self, p: _Pending) -> None:
-        p.task = self.loop.create_task(self._run(p))
-        if p.interrupted:
-            p.task.cancel()
+    def _begin(self) -> None:
+        """Start the tasks of the requests handed over since the last wake-up."""
+        self._woken = False  # before draining: a request appended from now on wakes again
+        arrived, create = self._arrived, self.loop.create_task
+        while arrived:
+            p = arrived.popleft()
+            p.task = create(self._run(p))
+            if p.interrupted:
+                p.task.cancel()
 
     async def _run(self, p: _Pending) -> None:
         CURRENT.set(p)

@@ -235,8 +235,11 @@ class Operations:
     def readdir(self, ino: int, offset: int, fh: int, plus: bool
                 ) -> MaybeAwaitable[Iterable[Union[str, DirEntry, tuple[Any, ...]]]]:
         """The entries of directory ``ino``: any iterable of names, :class:`pyfuse.DirEntry`
-        or ``(name, attr[, offset])`` tuples, under the path API's readdir contract (offset 0
-        for all: the whole listing at once; or non-zero *next* offsets for all).
+        or ``(name, attr[, offset[, ino]])`` tuples, under the path API's readdir contract
+        (offset 0 for all: the whole listing at once; or non-zero *next* offsets for all).
+        ``(name, attr, offset, ino)`` gives the entry the inode ``ino`` in place of
+        ``attr.ino``: one ``attr`` template serves many children, packed once a batch (the
+        cheapest form for a big directory).
 
         ``attr.ino`` is the child's inode number. When ``plus`` is true (READDIRPLUS) each
         entry with attributes also gives the kernel a lookup of the child, counted by pyfuse,
