@@ -96,7 +96,7 @@ test-sdist: deps $(VENV)/.installed
 # missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
 PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
 CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py \
-              test_memory.py test_docs.py test_compat.py
+              test_memory.py test_docs.py test_compat.py test_lowlevel.py
 test-pythons: deps
 	@set -e; for v in $(PYTHONS); do \
 	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \

@@ -49,5 +49,6 @@ int64_t pyfuse_cb_copy_file_range(void *h, const char *path_in, uint64_t fh_in, 
 int64_t pyfuse_cb_lseek(void *h, const char *path, int64_t off, int whence, uint64_t fh);
 int pyfuse_cb_ioctl(void *h, const char *path, unsigned int cmd, uint64_t arg, uint64_t fh,
                     unsigned int flags, void *data, size_t in_size, size_t out_size);
-int pyfuse_cb_poll(void *h, const char *path, uint64_t fh, unsigned int *revents);
+/* ph: a poll handle (NULL: the kernel wants no notification), owned by Python from here on */
+int pyfuse_cb_poll(void *h, const char *path, uint64_t fh, void *ph, unsigned int *revents);
 void pyfuse_cb_log(int level, const char *msg);

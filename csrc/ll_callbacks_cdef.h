@@ -54,5 +54,10 @@ int pyfuse_ll_cb_copy_file_range(void *h, void *req, uint64_t ino_in, int64_t of
                                  uint64_t fh_in, uint64_t ino_out, int64_t off_out,
                                  uint64_t fh_out, size_t size, int flags);
 int pyfuse_ll_cb_lseek(void *h, void *req, uint64_t ino, int64_t off, int whence, uint64_t fh);
+int pyfuse_ll_cb_ioctl(void *h, void *req, uint64_t ino, unsigned int cmd, uint64_t arg,
+                       uint64_t fh, unsigned int flags, const char *in_buf, size_t in_size,
+                       size_t out_size);
+/* ph: a poll handle (NULL: the kernel wants no notification), owned by Python from here on */
+int pyfuse_ll_cb_poll(void *h, void *req, uint64_t ino, uint64_t fh, void *ph);
 /* The kernel interrupted a request watched with pyfuse_ll_watch(req, key). */
 void pyfuse_ll_cb_interrupt(void *h, uint64_t key);

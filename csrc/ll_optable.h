@@ -50,6 +50,8 @@
     X(FALLOCATE,       fallocate,       ll_fallocate,             OWN)         \
     X(COPY_FILE_RANGE, copy_file_range, ll_copy_file_range,       OWN)         \
     X(LSEEK,           lseek,           ll_lseek,                 OWN)         \
+    X(IOCTL,           ioctl,           ll_ioctl,                 OWN)         \
+    X(POLL,            poll,            ll_poll,                  OWN)         \
     X(READDIRPLUS,     readdirplus,     ll_readdirplus,           READDIR)     \
     X(FORGET_MULTI,    forget_multi,    ll_forget_multi,          ALWAYS)
 

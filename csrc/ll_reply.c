@@ -352,6 +352,16 @@ int pyfuse_ll_reply_lseek(void *req, int64_t off)
     return fuse_reply_lseek(REQ(req), off);
 }
 
+int pyfuse_ll_reply_ioctl(void *req, int result, const char *buf, size_t size)
+{
+    return fuse_reply_ioctl(REQ(req), result, size ? buf : NULL, size);
+}
+
+int pyfuse_ll_reply_poll(void *req, unsigned int revents)
+{
+    return fuse_reply_poll(REQ(req), revents);
+}
+
 int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits)
 {
     struct fuse_file_info fi;
@@ -484,6 +494,16 @@ int pyfuse_notify_store(pyfuse_session *s, uint64_t ino, int64_t off, const char
         return -ENOTCONN;
     bv.buf[0].mem = (void *)data;
     return fuse_lowlevel_notify_store(se, ino, off, &bv, 0);
+}
+
+int pyfuse_notify_poll(pyfuse_session *s, void *ph)
+{
+    return live(s) ? fuse_lowlevel_notify_poll((struct fuse_pollhandle *)ph) : -ENOTCONN;
+}
+
+void pyfuse_pollhandle_destroy(void *ph)
+{
+    fuse_pollhandle_destroy((struct fuse_pollhandle *)ph);
 }
 
 int pyfuse_invalidate_path(pyfuse_session *s, const char *path)

@@ -414,6 +414,22 @@ static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
     done(req, CB(req, pyfuse_ll_cb_lseek, ino, off, whence, pyfuse_fh(fi)));
 }
 
+static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+                     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+                     size_t in_bufsz, size_t out_bufsz)
+{
+    uint64_t fh = (flags & FUSE_IOCTL_DIR) ? dir_of(fi)->fh : pyfuse_fh(fi);
+
+    done(req, CB(req, pyfuse_ll_cb_ioctl, ino, cmd, (uint64_t)(uintptr_t)arg, fh, flags,
+                 (const char *)in_buf, in_bufsz, out_bufsz));
+}
+
+static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
+{
+    done(req, CB(req, pyfuse_ll_cb_poll, ino, pyfuse_fh(fi), (void *)ph));
+}
+
 /* When a row of ll_optable.h fills its member, for the mask m of overridden operations. */
 #define LL_DIR_OPMASK ((1ull << PYFUSE_LL_OP_READDIR) | (1ull << PYFUSE_LL_OP_OPENDIR) | \
                        (1ull << PYFUSE_LL_OP_RELEASEDIR) | (1ull << PYFUSE_LL_OP_FSYNCDIR))

@@ -366,12 +366,8 @@ static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_f
 static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
                    unsigned *reventsp)
 {
-    int res = CB(POLL, pyfuse_cb_poll, path, pyfuse_fh(fi), reventsp);
-
-    /* Readiness notification is not offered: the kernel polls again when asked. */
-    if (ph)
-        fuse_pollhandle_destroy(ph);
-    return res;
+    /* Python owns ph from here (a PollHandle, freed when collected) */
+    return CB(POLL, pyfuse_cb_poll, path, pyfuse_fh(fi), (void *)ph, reventsp);
 }
 
 /* When a row of optable.h fills its member, for the mask m of overridden operations. */

@@ -223,6 +223,8 @@ int pyfuse_ll_reply_xattr(void *req, size_t size);
 int pyfuse_ll_reply_lock(void *req, int type, int whence, int64_t start, int64_t len,
                          int64_t pid);
 int pyfuse_ll_reply_lseek(void *req, int64_t off);
+int pyfuse_ll_reply_ioctl(void *req, int result, const char *buf, size_t size);
+int pyfuse_ll_reply_poll(void *req, unsigned int revents);
 /* opendir: the handle given to the kernel is the struct pyfuse_dir (d->fh the filesystem's) */
 int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits);
 int pyfuse_ll_fail_opendir(void *req, struct pyfuse_dir *d, int err);
@@ -258,5 +260,8 @@ int pyfuse_notify_delete(pyfuse_session *s, uint64_t parent, uint64_t child, con
 int pyfuse_notify_store(pyfuse_session *s, uint64_t ino, int64_t off, const char *data,
                         size_t size);
 int pyfuse_invalidate_path(pyfuse_session *s, const char *path);
+/* Wake the poll(2) callers waiting on a poll handle (both APIs); free a handle. */
+int pyfuse_notify_poll(pyfuse_session *s, void *ph);
+void pyfuse_pollhandle_destroy(void *ph);
 /* The request of a low-level listing's fill (an async readdir's answer comes later). */
 void *pyfuse_ll_fill_req(struct pyfuse_fill *fill);

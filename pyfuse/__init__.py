@@ -18,7 +18,8 @@ except ImportError as _e:
                       "libfuse 3 must be installed (Debian/Ubuntu: apt-get install fuse3)"
                       ) from None
 
-from .errors import FuseError  # noqa: E402
+from ._core.poll import PollHandle  # noqa: E402
+from .errors import FuseError
 from .mounts import abort, is_mounted, unmount
 from .operations import Operations
 from .session import Session, context, mount, run
@@ -28,4 +29,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Operations", "Attr", "DirEntry", "StatVFS", "Config", "Context", "FileInfo", "FdRange",
            "Lock", "FuseError", "Session", "run", "mount", "context", "unmount", "is_mounted",
-           "abort"]
+           "abort", "PollHandle"]

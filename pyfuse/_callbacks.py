@@ -25,6 +25,7 @@ from ._core.convert import (
 )
 from ._core.convert import path as _path
 from ._core.dispatch import callback, extern
+from ._core.poll import poll_handle
 from ._pyfuse_c import ffi, lib
 from .errors import BadReturn
 from .types import FdRange, Lock
@@ -287,8 +288,9 @@ def _ioctl(s: Any, path: Any, cmd: int, arg: int, fh: int, flags: int, data: Any
 
 
 @callback("pyfuse_cb_poll", "poll")
-def _poll(s: Any, path: Any, fh: int, revents: Any) -> None:
-    r = s._op_poll(_path(path), fh)
+def _poll(s: Any, path: Any, fh: int, ph: Any, revents: Any) -> None:
+    handle = poll_handle(s, ph)  # owns ph from here: freed when collected
+    r = s._op_poll(_path(path), fh, handle) if s._poll_handle else s._op_poll(_path(path), fh)
     if type(r) is not int or r < 0:
         raise BadReturn(f"poll must return an event mask, not {r!r}")
     revents[0] = r

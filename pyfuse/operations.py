@@ -22,6 +22,7 @@ import errno
 import os
 from typing import Any, Iterable, Optional, Union
 
+from ._core.poll import PollHandle
 from .errors import FuseError
 from .types import Attr, DirEntry, FdRange, FileInfo, Lock, StatVFS
 
@@ -196,9 +197,13 @@ class Operations:
         Raise ``ENOTTY`` for commands you do not know."""
         raise _enosys()
 
-    def poll(self, path: str, fh: int) -> int:
+    def poll(self, path: str, fh: int, handle: Optional[PollHandle] = None) -> int:
         """Readiness of an open file for ``poll``/``select``: return a mask of ``select.POLLIN``
-        etc. Readiness notification is not offered; callers re-poll on their own timeout."""
+        etc. When nothing is ready and the caller will sleep, ``handle`` is a
+        :class:`pyfuse.PollHandle`: keep it and call ``handle.notify()`` when readiness
+        changes (the kernel then asks again); else it is None. A method that takes only
+        ``(path, fh)`` is called that way (without notification, callers re-poll on their own
+        timeout)."""
         raise _enosys()
 
     # -- extended attributes ----------------------------------------------------------------

@@ -7,6 +7,7 @@ outlives the C instance, so callbacks never see a dead handle.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from typing import Any, Optional
@@ -29,6 +30,15 @@ lib.pyfuse_log_init()
 #: Operation name -> its number: the rows of csrc/optable.h, read through lib.
 OPS: dict[str, int] = {name[len("PYFUSE_OP_"):].lower(): getattr(lib, name) for name in dir(lib)
                        if name.startswith("PYFUSE_OP_") and name != "PYFUSE_OP_COUNT"}
+
+
+def _takes(fn: Any, n: int) -> bool:
+    """Whether the bound method ``fn`` accepts ``n`` positional arguments."""
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        return False
+    return True
 
 
 class Session(BaseSession):
@@ -54,6 +64,9 @@ class Session(BaseSession):
             setattr(self, "_op_" + name, meth)
             if meth is not None:
                 self._opmask |= 1 << bit
+        # poll(path, fh, handle): a filesystem that takes the handle can notify readiness
+        poll = vars(self)["_op_poll"]
+        self._poll_handle = poll is not None and _takes(poll, 3)
         self._stats: Optional[Stats] = Stats(self, OPS) if stats else None
         if self._stats is not None:
             self._listings.timer = add_handler_time

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import logging
 import os
+import select
 import stat
 import subprocess
 import sys
@@ -439,3 +441,68 @@ def test_readdir_template_with_inode_numbers(mount_ops: Any, mnt: str) -> None:
     assert inodes == 2000 and held == 2000
     drop_caches()
     assert wait_for(lambda: s.lookups_held() == (0, 0))
+
+
+class Pollable(ll.Operations):
+    """A file that becomes readable when the test says so, and answers an ioctl."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.handle: Optional[pyfuse.PollHandle] = None
+        self.got_handle = threading.Event()
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        if name != "p":
+            raise FuseError(errno.ENOENT)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=0)
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        if ino == 1:
+            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=0)
+
+    def open(self, ino: int, flags: int) -> FileInfo:
+        return FileInfo(fh=43, direct_io=True)
+
+    def poll(self, ino: int, fh: int, handle: Optional[pyfuse.PollHandle]) -> int:
+        if self.ready:
+            return select.POLLIN
+        if handle is not None:
+            self.handle = handle
+            self.got_handle.set()
+        return 0
+
+    async def ioctl(self, ino: int, cmd: int, arg: int, fh: int, flags: int,
+                    data: Optional[bytes], out_size: int) -> Any:
+        if data is not None:
+            return data[::-1]
+        return 7
+
+
+@pytest.mark.timeout(60)
+def test_poll_notify_and_ioctl(mount_ops: Any, mnt: str) -> None:
+    ops = Pollable()
+    mount_ops(ops)
+    p = os.path.join(mnt, "p")
+    client = ("import os, select, sys, time\n"
+              "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+              "pl = select.poll(); pl.register(fd, select.POLLIN)\n"
+              "t = time.monotonic(); r = pl.poll(20000)\n"
+              "print(r and r[0][1], round(time.monotonic() - t, 2))\n")
+    proc = subprocess.Popen([sys.executable, "-c", client, p], stdout=subprocess.PIPE,
+                            text=True)
+    assert ops.got_handle.wait(10)  # the caller sleeps: the filesystem holds its handle
+    time.sleep(0.2)
+    ops.ready = True
+    assert ops.handle is not None
+    ops.handle.notify()
+    out, _ = proc.communicate(timeout=30)
+    events, waited = out.split()
+    assert int(events) == select.POLLIN and float(waited) < 15
+    iowr = (3 << 30) | (8 << 16) | (ord("p") << 8) | 1  # _IOWR('p', 1, 8 bytes)
+    io_none = (ord("p") << 8) | 2  # _IO('p', 2)
+    with open(p, "rb") as f:
+        buf = bytearray(b"12345678")
+        assert fcntl.ioctl(f.fileno(), iowr, buf, True) == 0
+        assert bytes(buf) == b"87654321"
+        assert fcntl.ioctl(f.fileno(), io_none, 0) == 7

@@ -10,6 +10,8 @@ import select
 import signal
 import stat
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -395,3 +397,46 @@ def test_example_stats_flag(example, mnt):
     text = open(proc.log).read()
     assert "operation" in text and "getattr" in text and "read" in text, text
     assert is_mounted(mnt)  # SIGUSR1 did not stop it
+
+
+@pytest.mark.timeout(60)
+def test_poll_notification(mount_ops, mnt):
+    """poll(path, fh, handle): the filesystem keeps the handle of a sleeping poll(2) caller and
+    wakes it with handle.notify() (libfuse's fuse_notify_poll)."""
+    class Ready(pyfuse.Operations):
+        def __init__(self):
+            self.ready = False
+            self.handle = None
+            self.got = threading.Event()
+
+        def getattr(self, path, fh):
+            if path == "/":
+                return pyfuse.Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+            if path == "/p":
+                return pyfuse.Attr(mode=stat.S_IFREG | 0o644)
+            raise pyfuse.FuseError(errno.ENOENT)
+
+        def open(self, path, flags):
+            return pyfuse.FileInfo(direct_io=True)
+
+        def poll(self, path, fh, handle):
+            if self.ready:
+                return select.POLLIN
+            if handle is not None:
+                self.handle = handle
+                self.got.set()
+            return 0
+
+    ops = Ready()
+    mount_ops(ops)
+    client = ("import os, select, sys\n"
+              "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+              "pl = select.poll(); pl.register(fd, select.POLLIN)\n"
+              "r = pl.poll(20000); print(r and r[0][1])\n")
+    proc = subprocess.Popen([sys.executable, "-c", client, os.path.join(mnt, "p")],
+                            stdout=subprocess.PIPE, text=True)
+    assert ops.got.wait(10)
+    ops.ready = True
+    ops.handle.notify()
+    out, _ = proc.communicate(timeout=30)
+    assert int(out) == select.POLLIN

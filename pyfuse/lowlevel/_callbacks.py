@@ -16,6 +16,7 @@ from typing import Any
 
 from .._core.convert import path as _name
 from .._core.dispatch import define, extern, log
+from .._core.poll import poll_handle
 from .._core.readdir import PENDING
 from .._pyfuse_c import ffi, lib
 from ..types import Attr, Lock
@@ -92,6 +93,10 @@ _SPECS: list[tuple[str, str, str, Any, Any, str]] = [
      "ino_in, off_in, fh_in, ino_out, off_out, fh_out, size, flags", R.reply_write, R.fail_err,
      "size"),
     ("lseek", "ino, off, whence, fh", "ino, off, whence, fh", R.reply_lseek, R.fail_err, ""),
+    ("ioctl", "ino, cmd, arg, fh, flags, in_buf, in_size, out_size",
+     "ino, cmd, arg, fh, flags, _buffer(in_buf, in_size)[:] if in_size else None, out_size",
+     R.reply_ioctl, R.fail_err, "out_size"),
+    ("poll", "ino, fh, ph", "ino, fh, _poll_handle(_s, ph)", R.reply_poll, R.fail_err, ""),
 ]
 
 
@@ -124,7 +129,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
     fn = define(src, name, f"<pyfuse lowlevel callback {name}>",
                 {"_from_handle": _from_handle, "_Coro": _Coro, "_reply": reply, "_failf": fail,
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
-                 "_setattr_args": _setattr_args, "_lock": _lock})
+                 "_setattr_args": _setattr_args, "_lock": _lock, "_poll_handle": poll_handle})
     extern(fn, name)
 
 

@@ -186,6 +186,27 @@ def reply_lseek(s: Any, req: Any, off: Any) -> None:
     lib.pyfuse_ll_reply_lseek(req, off)
 
 
+def reply_ioctl(s: Any, req: Any, r: Any, out_size: int) -> None:
+    if r is None or type(r) is int:
+        lib.pyfuse_ll_reply_ioctl(req, r or 0, ffi.NULL, 0)
+        return
+    try:
+        data = bytes(r)
+    except TypeError:
+        raise BadReturn(f"ioctl must return an int, bytes or None, not {type(r).__name__}") \
+            from None
+    if len(data) > out_size:
+        raise BadReturn(f"ioctl returned {len(data)} bytes, more than the {out_size} the "
+                        "caller's buffer holds")
+    lib.pyfuse_ll_reply_ioctl(req, 0, data, len(data))
+
+
+def reply_poll(s: Any, req: Any, r: Any) -> None:
+    if type(r) is not int or r < 0:
+        raise BadReturn(f"poll must return an event mask, not {r!r}")
+    lib.pyfuse_ll_reply_poll(req, r)
+
+
 def reply_opendir(s: Any, req: Any, r: Any, d: Any) -> None:
     if r is not None and type(r) is not int:
         raise BadReturn(f"opendir must return an int handle or None, not {type(r).__name__}")

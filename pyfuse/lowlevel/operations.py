@@ -29,6 +29,7 @@ import errno
 import os
 from typing import Any, Awaitable, Iterable, NamedTuple, Optional, TypeVar, Union
 
+from .._core.poll import PollHandle
 from .._pyfuse_c import lib
 from ..errors import FuseError
 from ..types import Attr, DirEntry, FdRange, FileInfo, Lock, StatVFS
@@ -208,6 +209,19 @@ class Operations:
 
     def flock(self, ino: int, fh: int, op: int) -> NoResult:
         """flock(2) (LOCK_SH/LOCK_EX/LOCK_UN, maybe | LOCK_NB)."""
+        raise _enosys()
+
+    def ioctl(self, ino: int, cmd: int, arg: int, fh: int, flags: int, data: Optional[bytes],
+              out_size: int) -> MaybeAwaitable[Union[int, bytes, None]]:
+        """A restricted ioctl (as the path API's): ``data`` is the caller's input for
+        ``_IOW``/``_IOWR`` (else None); return bytes (at most ``out_size``) for the caller's
+        buffer, an int result, or None (0). Raise ``ENOTTY`` for commands you do not know."""
+        raise _enosys()
+
+    def poll(self, ino: int, fh: int, handle: Optional[PollHandle]) -> IntResult:
+        """Readiness of an open file (a mask of ``select.POLLIN`` etc.). When the caller will
+        sleep, ``handle`` is a :class:`pyfuse.PollHandle`: keep it and call ``notify()`` when
+        readiness changes (else it is None)."""
         raise _enosys()
 
     # -- extended attributes ---------------------------------------------------------------
