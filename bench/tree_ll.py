@@ -32,18 +32,45 @@ ROOT_ENTRIES = [(".", _attr(1, model.DIR), 0, 1), ("..", _attr(1, model.DIR), 0,
 
 
 class Tree(ll.Operations):
+    """The tree with an inode table, as an inode filesystem keeps one: the nodes the kernel
+    holds lookups of (and their names), filled by lookup and emptied by forget when pyfuse's
+    count of a node reaches 0, so a repeated lookup or getattr is a dict hit (libfuse's
+    high-level API keeps the same table in C for the path-based implementations)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, tuple[str, Attr, tuple[int, str]]] = {
+            1: ("/", _attr(1, model.DIR), (1, "/"))}  # ino -> (path, attr, (parent, name))
+        self.names: dict[tuple[int, str], int] = {}
+
     def lookup(self, parent: int, name: str) -> Attr:
-        dirpath = model.path_of(parent)
+        ino = self.names.get((parent, name))
+        if ino is not None:
+            return self.nodes[ino][1]
+        node = self.nodes.get(parent)
+        dirpath = node[0] if node is not None else model.path_of(parent)
         if dirpath is None:
             raise FuseError(errno.ENOENT)
         path = dirpath.rstrip("/") + "/" + name
         mode = model.kind(path)
         if mode is None:
             raise FuseError(errno.ENOENT)
-        return _attr(model.ino_of(path), mode)
+        ino = model.ino_of(path)
+        attr = _attr(ino, mode)
+        self.nodes[ino] = (path, attr, (parent, name))
+        self.names[(parent, name)] = ino
+        return attr
+
+    def forget(self, ino: int, nlookup: int) -> None:
+        if ll.lookups(ino) == 0 and ino != 1:
+            node = self.nodes.pop(ino, None)
+            if node is not None:
+                self.names.pop(node[2], None)
 
     def getattr(self, ino: int, fh: object) -> Attr:
-        path = model.path_of(ino)
+        node = self.nodes.get(ino)
+        if node is not None:
+            return node[1]
+        path = model.path_of(ino)  # a node the kernel got from a readdirplus listing
         mode = None if path is None else model.kind(path)
         if mode is None:
             raise FuseError(errno.ENOENT)
@@ -56,7 +83,8 @@ class Tree(ll.Operations):
         return b"x"[offset:offset + size]
 
     def readdir(self, ino: int, offset: int, fh: int, plus: bool):  # noqa: ANN201
-        path = model.path_of(ino)
+        node = self.nodes.get(ino)
+        path = node[0] if node is not None else model.path_of(ino)
         if path == "/":
             return ROOT_ENTRIES
         found = None if path is None else model.listing(path)
