@@ -461,30 +461,3 @@ int pyfuse_ll_ops_filled(uint64_t opmask)
     }
     return n;
 }
-
-pyfuse_session *pyfuse_ll_new(void *handle, int argc, char **argv, uint64_t opmask,
-                              const struct pyfuse_config *cfg)
-{
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    struct fuse_lowlevel_ops ops;
-    struct pyfuse_session *s = calloc(1, sizeof *s);
-
-    if (s == NULL)
-        return NULL;
-    s->handle = handle;
-    s->opmask = opmask;
-    s->cfg = *cfg;
-    if (pyfuse_lookups_init(&s->lookups) != 0) {
-        free(s);
-        return NULL;
-    }
-    pyfuse_ll_fill_ops(&ops, opmask);
-    s->se = fuse_session_new(&args, &ops, sizeof ops, s);
-    fuse_opt_free_args(&args);
-    if (s->se == NULL) {
-        pyfuse_lookups_free(&s->lookups);
-        free(s);
-        return NULL;
-    }
-    return s;
-}

@@ -107,6 +107,9 @@ extern __thread int pyfuse_in_callback;
         r_;                                                                              \
     })
 
+/* lowlevel.c: the inode API's table for this mask of operations */
+void pyfuse_ll_fill_ops(struct fuse_lowlevel_ops *ops, uint64_t opmask);
+
 /* ops.c */
 void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *c);
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);

@@ -145,9 +145,11 @@ enum pyfuse_utime { PYFUSE_ATIME_OMIT = 1, PYFUSE_ATIME_NOW = 2, PYFUSE_MTIME_OM
                     PYFUSE_MTIME_NOW = 8 };
 
 /* session.c: life cycle. int results are 0 or a negative errno; pyfuse_new returns NULL on
- * failure (libfuse logs why through pyfuse_cb_log). */
+ * failure (libfuse logs why through pyfuse_cb_log). lowlevel: the inode API's session
+ * (opmask of ll_optable.h's rows; no statistics), else the path API's. */
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
-                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats);
+                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
+                           int lowlevel);
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
 int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int signals);
 void pyfuse_unmount(pyfuse_session *s);
@@ -199,8 +201,6 @@ enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEE
 
 /* setattr's to_set bits: libfuse's FUSE_SET_ATTR_* (build_ffi.py adds them to the cdef). */
 
-pyfuse_session *pyfuse_ll_new(void *handle, int argc, char **argv, uint64_t opmask,
-                              const struct pyfuse_config *cfg);
 /* How many members of struct fuse_lowlevel_ops the table has for this mask (tests). */
 int pyfuse_ll_ops_filled(uint64_t opmask);
 int pyfuse_ll_reply_err(void *req, int err);

@@ -15,10 +15,10 @@
 #include <fuse_lowlevel.h>
 
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
-                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats)
+                           const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
+                           int lowlevel)
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    struct fuse_operations ops;
     struct pyfuse_session *s = calloc(1, sizeof *s);
 
     if (s == NULL)
@@ -27,19 +27,35 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
     s->opmask = opmask;
     s->cfg = *cfg;
     s->stats = stats;
-    pyfuse_fill_ops(&ops, opmask);
-    s->fuse = fuse_new(&args, &ops, sizeof ops, s);
+    if (lowlevel) { /* the inode API: libfuse's low-level session, pyfuse's lookup counts */
+        struct fuse_lowlevel_ops llops;
+
+        if (pyfuse_lookups_init(&s->lookups) != 0) {
+            free(s);
+            return NULL;
+        }
+        pyfuse_ll_fill_ops(&llops, opmask);
+        s->se = fuse_session_new(&args, &llops, sizeof llops, s);
+    } else {
+        struct fuse_operations ops;
+
+        pyfuse_fill_ops(&ops, opmask);
+        s->fuse = fuse_new(&args, &ops, sizeof ops, s);
+        if (s->fuse != NULL)
+            s->se = fuse_get_session(s->fuse);
+    }
     fuse_opt_free_args(&args);
-    if (s->fuse == NULL) {
+    if (s->se == NULL) {
+        if (lowlevel)
+            pyfuse_lookups_free(&s->lookups);
         free(s);
         return NULL;
     }
-    s->se = fuse_get_session(s->fuse);
     return s;
 }
 
-/* Every function below serves both APIs: s->fuse is the path API's instance, NULL for the
- * inode API's session (lowlevel.c: pyfuse_ll_new). */
+/* Every function here serves both APIs: s->fuse is the path API's instance, NULL for the
+ * inode API's session. */
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
 {
     if (s->fuse == NULL)

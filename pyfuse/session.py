@@ -102,7 +102,7 @@ class Session(BaseSession):
     # -- the base's hooks ------------------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:
         return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
-                              ffi.NULL if self._stats is None else self._stats.c)
+                              ffi.NULL if self._stats is None else self._stats.c, 0)
 
     def _where(self, op: str, where: Any) -> str:
         return f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
