@@ -14,15 +14,22 @@ struct pyfuse_fill {
     void *buf;
     fuse_fill_dir_t filler;
     int plus;
-    /* the inode API's listings: req != NULL, the entries go into out[0..size) */
+    /* the inode API's listings: req != NULL, the entries go into out[0..size); for
+     * readdirplus the inodes whose lookups were counted, to take them back if the reply never
+     * reaches the kernel (at most one per smallest possible entry of the buffer) */
     fuse_req_t req;
     size_t size, used;
+    uint64_t *counted;
+    size_t ncounted, maxcounted;
     char out[];
 };
 
 struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
 {
-    struct pyfuse_fill *f = malloc(sizeof *f + size); /* the request's own size, no more */
+    /* the request's own size, no more: the buffer, and for plus the counted inodes */
+    size_t room = (size + 7) & ~(size_t)7;
+    size_t maxcounted = plus ? size / fuse_add_direntry_plus(req, NULL, 0, "x", NULL, 0) + 1 : 0;
+    struct pyfuse_fill *f = malloc(sizeof *f + room + maxcounted * sizeof(uint64_t));
 
     if (f == NULL)
         return NULL;
@@ -30,7 +37,19 @@ struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
     f->req = req;
     f->size = size;
     f->plus = plus;
+    f->counted = (uint64_t *)(void *)(f->out + room);
+    f->maxcounted = maxcounted;
     return f;
+}
+
+/* The reply did not reach the kernel: it holds none of the lookups this listing counted. */
+static void uncount(struct pyfuse_fill *f)
+{
+    struct pyfuse_lookups *t = &pyfuse_ll_of(f->req)->lookups;
+    uint64_t held;
+
+    for (size_t i = 0; i < f->ncounted; i++)
+        pyfuse_lookups_drop(t, f->counted[i], 1, &held);
 }
 
 void *pyfuse_ll_fill_req(struct pyfuse_fill *f)
@@ -42,14 +61,18 @@ int pyfuse_ll_reply_dir(struct pyfuse_fill *f)
 {
     int res = fuse_reply_buf(f->req, f->out, f->used);
 
+    if (res != 0)
+        uncount(f);
     free(f);
     return res;
 }
 
 int pyfuse_ll_fail_dir(struct pyfuse_fill *f, int err)
 {
-    int res = fuse_reply_err(f->req, err);
+    int res;
 
+    uncount(f); /* entries already in the buffer are not sent */
+    res = fuse_reply_err(f->req, err);
     free(f);
     return res;
 }
@@ -88,10 +111,12 @@ static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_a
         if (e.attr.st_ino == 0)
             e.attr.st_ino = PYFUSE_UNKNOWN_INO;
         need = fuse_add_direntry_plus(f->req, f->out + f->used, room, name, &e, off);
-        if (need > room)
+        if (need > room || (e.ino != 0 && f->ncounted == f->maxcounted))
             return 1;
-        if (e.ino != 0)
+        if (e.ino != 0) {
             pyfuse_lookups_add(&s->lookups, e.ino, 1, 1);
+            f->counted[f->ncounted++] = e.ino;
+        }
     } else {
         struct stat st0;
 

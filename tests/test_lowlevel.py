@@ -506,3 +506,8 @@ def test_poll_notify_and_ioctl(mount_ops: Any, mnt: str) -> None:
         assert fcntl.ioctl(f.fileno(), iowr, buf, True) == 0
         assert bytes(buf) == b"87654321"
         assert fcntl.ioctl(f.fileno(), io_none, 0) == 7
+
+
+def test_stats_refused_by_name(mnt: str) -> None:
+    with pytest.raises(ValueError, match="statistics"):
+        ll.Session(MemoryLL(), mnt, stats=True)

@@ -49,6 +49,9 @@ class Session(BaseSession):
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.lowlevel.Operations subclass")
+        if kwargs.pop("stats", False):
+            raise ValueError("stats=True: the inode API does not keep statistics yet (the "
+                             "path API's Session does)")
         super().__init__(ops, mountpoint, **kwargs)
         self._entry_timeout = float(self.config.entry_timeout)
         self._attr_timeout = float(self.config.attr_timeout)
