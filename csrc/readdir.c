@@ -14,22 +14,15 @@ struct pyfuse_fill {
     void *buf;
     fuse_fill_dir_t filler;
     int plus;
-    /* the inode API's listings: req != NULL, the entries go into out[0..size); for
-     * readdirplus the inodes whose lookups were counted, to take them back if the reply never
-     * reaches the kernel (at most one per smallest possible entry of the buffer) */
+    /* the inode API's listings: req != NULL, the entries go into out[0..size) */
     fuse_req_t req;
     size_t size, used;
-    uint64_t *counted;
-    size_t ncounted, maxcounted;
     char out[];
 };
 
 struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
 {
-    /* the request's own size, no more: the buffer, and for plus the counted inodes */
-    size_t room = (size + 7) & ~(size_t)7;
-    size_t maxcounted = plus ? size / fuse_add_direntry_plus(req, NULL, 0, "x", NULL, 0) + 1 : 0;
-    struct pyfuse_fill *f = malloc(sizeof *f + room + maxcounted * sizeof(uint64_t));
+    struct pyfuse_fill *f = malloc(sizeof *f + size); /* the request's own size, no more */
 
     if (f == NULL)
         return NULL;
@@ -37,19 +30,34 @@ struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
     f->req = req;
     f->size = size;
     f->plus = plus;
-    f->counted = (uint64_t *)(void *)(f->out + room);
-    f->maxcounted = maxcounted;
     return f;
 }
 
-/* The reply did not reach the kernel: it holds none of the lookups this listing counted. */
+/* A readdirplus reply that never reaches the kernel: take back the lookups its entries
+ * counted, read from the buffer itself. Each entry is the FUSE ABI's struct fuse_direntplus
+ * (linux/fuse.h, stable): a struct fuse_entry_out, whose first field is the node id (0 for
+ * entries that counted nothing: "." "..", entries without attributes), then a struct
+ * fuse_dirent { u64 ino, off; u32 namelen, type; name }, padded to 8 bytes. The name's offset
+ * is what libfuse says an entry with an 8-byte name takes, less 8. */
 static void uncount(struct pyfuse_fill *f)
 {
     struct pyfuse_lookups *t = &pyfuse_ll_of(f->req)->lookups;
+    size_t name_at, at = 0;
     uint64_t held;
 
-    for (size_t i = 0; i < f->ncounted; i++)
-        pyfuse_lookups_drop(t, f->counted[i], 1, &held);
+    if (!f->plus || f->used == 0)
+        return;
+    name_at = fuse_add_direntry_plus(f->req, NULL, 0, "12345678", NULL, 0) - 8;
+    while (at + name_at <= f->used) {
+        uint64_t node;
+        uint32_t namelen;
+
+        memcpy(&node, f->out + at, sizeof node);
+        memcpy(&namelen, f->out + at + name_at - 8, sizeof namelen);
+        if (node != 0)
+            pyfuse_lookups_drop(t, node, 1, &held);
+        at += (name_at + namelen + 7) & ~(size_t)7;
+    }
 }
 
 void *pyfuse_ll_fill_req(struct pyfuse_fill *f)
@@ -111,12 +119,10 @@ static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_a
         if (e.attr.st_ino == 0)
             e.attr.st_ino = PYFUSE_UNKNOWN_INO;
         need = fuse_add_direntry_plus(f->req, f->out + f->used, room, name, &e, off);
-        if (need > room || (e.ino != 0 && f->ncounted == f->maxcounted))
+        if (need > room)
             return 1;
-        if (e.ino != 0) {
+        if (e.ino != 0)
             pyfuse_lookups_add(&s->lookups, e.ino, 1, 1);
-            f->counted[f->ncounted++] = e.ino;
-        }
     } else {
         struct stat st0;
 
