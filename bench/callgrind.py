@@ -1,11 +1,13 @@
 """Instructions per operation in the daemon, counted by callgrind (deterministic, unlike this
 VM's wall clock): for comparing two builds, or a build with and without a flag.
 
-    python bench/callgrind.py [--workloads w5,w1,w3n,chmod,mkdir] [--flags=--stats] CHECKOUT...
+    python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir] [--flags=--stats]
+        CHECKOUT...
 
 Each CHECKOUT is a pyfuse source tree with its compiled shim in place (a `git worktree` built
 with `pip wheel` and the .so copied into it, or this checkout). For each workload and checkout
-the daemon (bench/tree.py, or the memory example for chmod and mkdir) runs under
+the daemon (bench/tree.py; bench/tree_ll.py, the inode API, for the *ll workloads; the memory
+example for chmod and mkdir) runs under
 `valgrind --tool=callgrind`; after a warm-up the counters are zeroed (`callgrind_control -z`),
 N operations run, the counters are dumped, and the total is divided by N. Slow: a minute or two
 a workload. docs/performance.md has the figures it made.
@@ -111,10 +113,15 @@ def _warm_lists(m: str) -> None:
 
 
 TREE = ["bench/tree.py"]
+TREE_LL = ["bench/tree_ll.py"]  # the same tree through the inode API
 WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
     "w5": ([*TREE, "--single", "--nocache"], _warm_stats, _stats, 2000),
     "w1": ([*TREE, "--single", "--nocache"], _warm_lists, _lists, 200),
     "w3n": ([*TREE, "--single", "--prepared"], _big, _big, 2),
+    "w3nplain": ([*TREE, "--single"], _big, _big, 2),
+    "w3nll": ([*TREE_LL, "--single"], _big, _big, 2),
+    "w5ll": ([*TREE_LL, "--single", "--nocache"], _warm_stats, _stats, 2000),
+    "w1ll": ([*TREE_LL, "--single", "--nocache"], _warm_lists, _lists, 200),
     "chmod": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _chmods, 1000),
     "mkdir": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _mkdirs, 500),
 }
@@ -131,7 +138,7 @@ def main() -> None:
         row = []
         for root in a.checkouts:
             root = os.path.abspath(root)
-            extra = a.flags.split() if name in ("w5", "w1", "w3n") else []
+            extra = a.flags.split() if name in ("w5", "w1", "w3n", "w3nplain", "w3nll", "w5ll", "w1ll") else []
             row.append(measure([sys.executable, *argv, *extra], root, warm, work, n))
         cells = "  ".join(f"{os.path.basename(r)} {v:,.0f}" for r, v in zip(a.checkouts, row))
         ratio = f"  last/first {row[-1] / row[0]:.4f}" if len(row) > 1 else ""
