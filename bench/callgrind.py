@@ -1,8 +1,8 @@
 """Instructions per operation in the daemon, counted by callgrind (deterministic, unlike this
 VM's wall clock): for comparing two builds, or a build with and without a flag.
 
-    python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir] [--flags=--stats]
-        CHECKOUT...
+    python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir]
+        [--flags=--stats] CHECKOUT...
 
 Each CHECKOUT is a pyfuse source tree with its compiled shim in place (a `git worktree` built
 with `pip wheel` and the .so copied into it, or this checkout). For each workload and checkout
@@ -138,7 +138,8 @@ def main() -> None:
         row = []
         for root in a.checkouts:
             root = os.path.abspath(root)
-            extra = a.flags.split() if name in ("w5", "w1", "w3n", "w3nplain", "w3nll", "w5ll", "w1ll") else []
+            tree = name.startswith(("w5", "w1", "w3n"))
+            extra = a.flags.split() if tree else []
             row.append(measure([sys.executable, *argv, *extra], root, warm, work, n))
         cells = "  ".join(f"{os.path.basename(r)} {v:,.0f}" for r, v in zip(a.checkouts, row))
         ratio = f"  last/first {row[-1] / row[0]:.4f}" if len(row) > 1 else ""

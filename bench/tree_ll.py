@@ -12,6 +12,7 @@ import argparse
 import errno
 import os
 import sys
+from itertools import repeat
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -93,9 +94,10 @@ class Tree(ll.Operations):
         fmt, n, mode = found
         first = model.ino_of(path + "/" + fmt % 0)
         step = model.ino_of(path + "/" + fmt % 1) - first if n > 1 else 1
-        attr = TEMPLATE[mode]
-        # (name, attr, offset, ino): one shared template, each child its own inode number
-        return ((fmt % i, attr, 0, first + i * step) for i in range(n))
+        # (name, attr, offset, ino): one shared template, each child its own inode number,
+        # built by C iterators (no Python frame an entry)
+        return zip(map(fmt.__mod__, range(n)), repeat(TEMPLATE[mode]), repeat(0),
+                   range(first, first + n * step, step))
 
 
 def main() -> None:

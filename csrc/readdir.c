@@ -242,36 +242,12 @@ static int check_names(const char *names, size_t names_len, int n)
     return -EINVAL; /* more names than n */
 }
 
-/* Check a low-level batch before any of it goes into the buffer (so a refused batch leaves
- * no entry, and no count, behind): offsets > 0, valid file types, and for readdirplus an
- * inode number in every entry with attributes but "." and "..". */
-static int ll_check(const struct pyfuse_fill *f, const char *names, int n, const char *offs,
-                    const char *attrs, size_t attr_stride, const char *inos, int64_t base)
-{
-    const char *p = names;
-
-    for (int i = 0; i < n; i++, p += strlen(p) + 1) {
-        int64_t off = base + i + 1;
-        struct pyfuse_attr a;
-
-        if (offs != NULL)
-            memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
-        if (off <= 0)
-            return -EINVAL;
-        if (attrs == NULL)
-            continue;
-        memcpy(&a, attrs + (size_t)i * attr_stride, sizeof a);
-        if (inos != NULL)
-            memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
-        if (a.mode != 0 && !pyfuse_valid_type(a.mode))
-            return -EBADMSG;
-        if (f->plus && a.mode != 0 && a.ino == 0 && !dot_or_dotdot(p))
-            return -EDOM;
-    }
-    return 0;
-}
-
-/* pyfuse_fill's loop for a low-level listing (names already checked). */
+/* pyfuse_fill's loop for a low-level listing (names already checked). Each entry is checked
+ * as it goes in: an offset <= 0 (-EINVAL), a mode without a valid file type (-EBADMSG), or for
+ * readdirplus attributes with inode 0 on a name other than "." and ".." (-EDOM) end the batch
+ * with that error. The entries before it stay in the buffer, counted; the caller then fails the
+ * request, and pyfuse_ll_fail_dir takes their lookups back. (A check of the whole batch up
+ * front would run again on every request the batch is spread over.) */
 static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *offs,
                    const char *attrs, size_t attr_stride, const char *inos, int64_t base)
 {
@@ -280,10 +256,8 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
     struct pyfuse_attr a = { 0 };
     struct stat st;
     int64_t off;
-    int i, res = ll_check(f, names, n, offs, attrs, attr_stride, inos, base);
+    int i, res = 0;
 
-    if (res != 0)
-        return res;
     if (f->plus)
         pthread_mutex_lock(&counts->lock); /* once a batch, not once an entry */
     for (i = 0; i < n; i++) {
@@ -293,8 +267,16 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
             memcpy(&off, offs + (size_t)i * sizeof off, sizeof off);
         else
             off = base + i + 1;
+        if (off <= 0) {
+            res = -EINVAL;
+            break;
+        }
         if (ap != NULL && ap != converted) {
             memcpy(&a, ap, sizeof a);
+            if (a.mode != 0 && !pyfuse_valid_type(a.mode)) {
+                res = -EBADMSG;
+                break;
+            }
             if (a.mode != 0)
                 pyfuse_attr_to_stat(&a, &st);
             converted = ap;
@@ -303,13 +285,17 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
             memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
             st.st_ino = (ino_t)a.ino;
         }
+        if (f->plus && ap != NULL && a.mode != 0 && a.ino == 0 && !dot_or_dotdot(p)) {
+            res = -EDOM;
+            break;
+        }
         if (ll_add(f, p, ap != NULL && a.mode != 0 ? &a : NULL, &st, off))
             break; /* the buffer is full */
         p += strlen(p) + 1;
     }
     if (f->plus)
         pthread_mutex_unlock(&counts->lock);
-    return i;
+    return res < 0 ? res : i;
 }
 
 int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int n,

@@ -145,8 +145,10 @@ class Hello(ll.Operations):
         return b"hello"[offset:offset + size]
 
     def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:
-        if self.bad == "plus0":
-            return [DirEntry("hello", Attr(mode=stat.S_IFREG | 0o644, ino=0))]
+        if self.bad == "plus0":  # the bad entry after good ones, in the same reply buffer
+            return [DirEntry(".", self.root), DirEntry("..", self.root),
+                    DirEntry("hello", self.file),
+                    DirEntry("bad", Attr(mode=stat.S_IFREG | 0o644, ino=0))]
         return [DirEntry(".", self.root), DirEntry("..", self.root),
                 DirEntry("hello", self.file)]
 
@@ -171,7 +173,7 @@ def test_hello(mount_ops: Any, mnt: str) -> None:
 def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, bad: str,
                                         message: str) -> None:
     ops = Hello()
-    mount_ops(ops, config=Config(readdirplus="always", entry_timeout=0, attr_timeout=0))
+    s = mount_ops(ops, config=Config(readdirplus="always", entry_timeout=0, attr_timeout=0))
     p = os.path.join(mnt, "hello")
     if bad in ("raise",):
         with open(p, "rb") as f:
@@ -182,6 +184,8 @@ def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, b
         ops.bad = bad
         with pytest.raises(OSError) as ei:
             os.listdir(mnt)
+        # "hello" went into the failed reply's buffer, counted: the failure took it back
+        assert s.lookups(2) == 0 and s.lookups_held() == (0, 0)
     else:
         ops.bad = bad
         with pytest.raises(OSError) as ei:
