@@ -414,3 +414,20 @@ def test_writeback_cache_gathers_small_writes(mount_ops, mnt, writeback):
         assert ops.writes <= 10, ops.writes
     else:
         assert ops.writes >= 200, ops.writes  # one or more for each write(2)
+
+
+def test_exchange_of_two_names_of_one_inode_does_nothing(fs):
+    """renameat2(RENAME_EXCHANGE) between two hard links of one file: as tmpfs, nothing
+    changes, not even the directories' times (found by the tmpfs conformance test)."""
+    import ctypes
+
+    a, b = os.path.join(fs, "a"), os.path.join(fs, "b")
+    os.mkdir(b)
+    open(a, "w").close()
+    os.link(a, os.path.join(b, "a"))
+    before = os.stat(fs).st_mtime_ns, os.stat(b).st_mtime_ns
+    time.sleep(0.01)
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(os.path.join(b, "a")),
+                          2) == 0  # AT_FDCWD, RENAME_EXCHANGE
+    assert (os.stat(fs).st_mtime_ns, os.stat(b).st_mtime_ns) == before

@@ -184,6 +184,8 @@ class Store:
         if node is None:
             raise err(errno.ENOENT)
         other = dp.children.get(dname)
+        if other is node:
+            return None  # two names of one inode: POSIX says do nothing (exchange them too)
         if node.is_dir and self.is_ancestor(node, dp):
             raise err(errno.EINVAL)  # moving a directory below itself
         if flags & RENAME_EXCHANGE:
@@ -201,8 +203,6 @@ class Store:
             sp.touch()
             dp.touch()
             return None
-        if other is node:
-            return None  # two names of one inode: POSIX says do nothing
         if other is not None:
             if flags & RENAME_NOREPLACE:
                 raise err(errno.EEXIST)
