@@ -515,3 +515,29 @@ def test_poll_notify_and_ioctl(mount_ops: Any, mnt: str) -> None:
 def test_stats_refused_by_name(mnt: str) -> None:
     with pytest.raises(ValueError, match="statistics"):
         ll.Session(MemoryLL(), mnt, stats=True)
+
+
+@pytest.mark.expect_errors
+def test_read_results(mount_ops: Any, mnt: str) -> None:
+    """read may return bytes, bytearray, a memoryview or any buffer (as the path API's);
+    more bytes than asked for is EIO with a log line."""
+    class Views(Hello):
+        kind = "memoryview"
+
+        def read(self, ino: int, size: int, offset: int, fh: int) -> Any:  # type: ignore[override]
+            data = bytearray(b"hello")[offset:offset + size]
+            if self.kind == "too many":
+                return bytes(size + 1)
+            return memoryview(data) if self.kind == "memoryview" else data
+
+    ops = Views()
+    mount_ops(ops)
+    p = os.path.join(mnt, "hello")
+    for kind in ("memoryview", "bytearray"):
+        ops.kind = kind
+        with open(p, "rb") as f:
+            assert f.read() == b"hello"
+    ops.kind = "too many"
+    with open(p, "rb") as f, pytest.raises(OSError) as ei:
+        f.read()
+    assert ei.value.errno == errno.EIO

@@ -20,7 +20,8 @@ from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
 __all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "pack_attr", "pack_statvfs",
-           "config_to_c", "path", "encode", "copy_out", "open_result", "fd_range", "sized_reply"]
+           "config_to_c", "path", "encode", "byte_buffer", "copy_out", "open_result", "fd_range",
+           "sized_reply"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
 # ctime (i64).
@@ -101,11 +102,11 @@ def encode(s: Any, what: str) -> bytes:
     raise BadReturn(f"{what} must return str or bytes, not {type(s).__name__}")
 
 
-def copy_out(data: Any, buf: Any, size: int, what: str) -> int:
-    """Copy a bytes-like result into a C buffer of ``size`` bytes; return the byte count.
-
-    bytes, bytearray and memoryview are copied straight from their buffer (no intermediate
-    object); other buffer-protocol objects through one memoryview."""
+def byte_buffer(data: Any, size: int, what: str) -> tuple[Any, int]:
+    """A bytes-like result of at most ``size`` bytes, and its length: bytes, bytearray and
+    memoryview as they are (no intermediate object), other buffer-protocol objects as one
+    memoryview. Raises BadReturn naming ``what`` otherwise. (The path API copies it into
+    libfuse's buffer, the inode API hands it to its reply.)"""
     t = type(data)
     if t is bytes or t is bytearray:
         n = len(data)
@@ -120,6 +121,12 @@ def copy_out(data: Any, buf: Any, size: int, what: str) -> int:
         n = data.nbytes
     if n > size:
         raise BadReturn(f"{what} returned {n} bytes, more than the {size} asked for")
+    return data, n
+
+
+def copy_out(data: Any, buf: Any, size: int, what: str) -> int:
+    """Copy a bytes-like result into a C buffer of ``size`` bytes; return the byte count."""
+    data, n = byte_buffer(data, size, what)
     if n:
         _memmove(buf, data, n)
     return n

@@ -194,12 +194,8 @@ class Store:
             if other.is_dir and self.is_ancestor(other, sp):
                 raise err(errno.EINVAL)
             sp.children[sname], dp.children[dname] = other, node
-            for moved, frm, to in ((node, sp, dp), (other, dp, sp)):
-                if moved.is_dir and frm is not to:
-                    frm.attr.nlink -= 1
-                    to.attr.nlink += 1
-                    moved.parent = to
-                moved.touch(m=False)
+            self._moved(node, sp, dp)
+            self._moved(other, dp, sp)
             sp.touch()
             dp.touch()
             return None
@@ -220,14 +216,20 @@ class Store:
             other.touch(m=False)
         del sp.children[sname]
         dp.children[dname] = node
-        if node.is_dir and sp is not dp:
-            sp.attr.nlink -= 1
-            dp.attr.nlink += 1
-            node.parent = dp
-        node.touch(m=False)
+        self._moved(node, sp, dp)
         sp.touch()
         dp.touch()
         return other
+
+    @staticmethod
+    def _moved(node: Inode, frm: Inode, to: Inode) -> None:
+        """``node`` was renamed from directory ``frm`` into ``to``: a directory's ".." link
+        moves with it; its ctime changes."""
+        if node.is_dir and frm is not to:
+            frm.attr.nlink -= 1
+            to.attr.nlink += 1
+            node.parent = to
+        node.touch(m=False)
 
     def is_ancestor(self, node: Inode, d: Inode) -> bool:
         while True:

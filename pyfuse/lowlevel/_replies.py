@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from .._core.convert import ATTR_STRUCT, encode, pack_attr, pack_statvfs
+from .._core.convert import ATTR_STRUCT, byte_buffer, encode, pack_attr, pack_statvfs
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn, FuseError
 from ..types import FdRange, FileInfo, Lock
@@ -118,26 +118,14 @@ def reply_create(s: Any, req: Any, r: Any) -> None:
 
 
 def reply_read(s: Any, req: Any, data: Any, size: int) -> None:
-    t = type(data)
-    if t is bytes:
-        n = len(data)
-    elif t is FdRange:
+    if type(data) is FdRange:
         fd, pos, want = data
         if type(fd) is not int or fd < 0 or type(pos) is not int or pos < 0:
             raise BadReturn(f"read: invalid {data!r}")
         lib.pyfuse_ll_reply_fd(req, fd, pos, size if want < 0 else min(want, size))
         return
-    else:
-        try:
-            view = memoryview(data)
-        except TypeError:
-            raise BadReturn(f"read must return a bytes-like object or FdRange, not "
-                            f"{t.__name__}") from None
-        n = view.nbytes
-        data = _from_buffer(view) if n else b""
-    if n > size:
-        raise BadReturn(f"read returned {n} bytes, more than the {size} asked for")
-    _c_buf(req, data, n)
+    data, n = byte_buffer(data, size, "read")
+    _c_buf(req, data if type(data) is bytes else _from_buffer(data) if n else b"", n)
 
 
 def reply_write(s: Any, req: Any, n: Any, size: int) -> None:
