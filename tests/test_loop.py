@@ -25,12 +25,14 @@ class Threads(pyfuse.Operations):
     def __init__(self, gate: Optional[threading.Barrier] = None, delay: float = 0.0) -> None:
         self.gate, self.delay = gate, delay
         self.getattr_threads: collections.Counter[int] = collections.Counter()
+        self.getattr_order: list[int] = []
         self.read_threads: set[int] = set()
         self.lock = threading.Lock()
 
     def getattr(self, path: str, fh: Optional[int]) -> Attr:
         with self.lock:
             self.getattr_threads[threading.get_ident()] += 1
+            self.getattr_order.append(threading.get_ident())
         if path == "/":
             return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
         if path == "/f":
@@ -73,13 +75,16 @@ def _read_in_threads(mnt: str, n: int) -> list[Any]:
 @pytest.mark.timeout(60)
 def test_quick_requests_stay_on_one_thread(mount_ops: Any, mnt: str) -> None:
     """One client's requests, one after another: served by the same worker (libfuse's own loop
-    hands them to its idle workers in turn), unless a request takes over a millisecond."""
+    hands them to its idle workers in turn), unless a request takes over a millisecond. A slow
+    request (a preempted CPU, a sanitizer build) hands the reading over once, so what is counted
+    is how often the serving thread changes, not how the requests split between threads."""
     ops = Threads()
     mount_ops(ops, config=NOCACHE)
     for _ in range(500):
         os.stat(os.path.join(mnt, "f"))
-    top = ops.getattr_threads.most_common(1)[0][1]
-    assert top >= 0.9 * sum(ops.getattr_threads.values()), ops.getattr_threads
+    order = ops.getattr_order
+    changes = sum(a != b for a, b in zip(order, order[1:]))
+    assert changes <= 0.1 * len(order), (changes, len(order), ops.getattr_threads)
 
 
 @pytest.mark.timeout(60)
