@@ -1,7 +1,11 @@
 """The synthetic benchmark tree (bench/model.py) served through pyfuse's inode API
 (pyfuse.lowlevel), numbered as the other low-level peers number it (model.ino_of/path_of).
 
-    python bench/tree_ll.py MOUNTPOINT [--single] [--nocache]
+    python bench/tree_ll.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
+
+--prepared: /big's listing is built once (as bench/tree.py --prepared), so that W3 shows the
+binding's own per-entry cost. --stats: serve with statistics and print their table on stderr
+at exit.
 
 readdir hands out each child's attributes (with its inode number) for readdirplus, as the C
 reference does; every request is synchronous (plain ``def``: the fast path).
@@ -38,7 +42,10 @@ class Tree(ll.Operations):
     count of a node reaches 0, so a repeated lookup or getattr is a dict hit (libfuse's
     high-level API keeps the same table in C for the path-based implementations)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepared: bool = False) -> None:
+        fmt, n, mode = model.listing("/big")  # type: ignore[misc]
+        self.prepared = [(fmt % i, TEMPLATE[mode], 0, model.ino_of("/big/" + fmt % i))
+                         for i in range(n)] if prepared else None
         self.nodes: dict[int, tuple[str, Attr, tuple[int, str]]] = {
             1: ("/", _attr(1, model.DIR), (1, "/"))}  # ino -> (path, attr, (parent, name))
         self.names: dict[tuple[int, str], int] = {}
@@ -88,6 +95,8 @@ class Tree(ll.Operations):
         path = node[0] if node is not None else model.path_of(ino)
         if path == "/":
             return ROOT_ENTRIES
+        if self.prepared is not None and path == "/big":
+            return self.prepared
         found = None if path is None else model.listing(path)
         if found is None:
             raise FuseError(errno.ENOTDIR)
@@ -105,10 +114,19 @@ def main() -> None:
     p.add_argument("mountpoint")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
+    p.add_argument("--prepared", action="store_true")
+    p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
-    ll.run(Tree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-ll-tree")
+    s = ll.Session(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
+                   fsname="pyfuse-ll-tree", stats=a.stats)
+    s.mount()
+    try:
+        s.loop()
+    finally:
+        if a.stats:  # the table on stderr at exit
+            print(s.stats_table(), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

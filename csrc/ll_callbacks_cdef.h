@@ -6,7 +6,7 @@
 int pyfuse_ll_cb_init(void *h);
 void pyfuse_ll_cb_destroy(void *h);
 int pyfuse_ll_cb_lookup(void *h, void *req, uint64_t parent, const char *name);
-void pyfuse_ll_cb_forget(void *h, const struct pyfuse_forget *forgets, size_t count);
+int pyfuse_ll_cb_forget(void *h, void *req, const struct pyfuse_forget *forgets, size_t count);
 int pyfuse_ll_cb_getattr(void *h, void *req, uint64_t ino, uint64_t fh, int has_fh);
 int pyfuse_ll_cb_setattr(void *h, void *req, uint64_t ino, const struct pyfuse_attr *attr,
                          int to_set, uint64_t fh, int has_fh);

@@ -36,15 +36,9 @@ void pyfuse_lookups_free(struct pyfuse_lookups *t)
     t->slots = NULL;
 }
 
-static size_t slot_of(uint64_t ino, size_t cap)
-{
-    ino *= UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing: spreads sequential numbers */
-    return (size_t)(ino >> 32) & (cap - 1);
-}
-
 static struct pyfuse_lookup_slot *find(struct pyfuse_lookups *t, uint64_t ino)
 {
-    size_t i = slot_of(ino, t->cap);
+    size_t i = pyfuse_lookups_slot_of(ino, t->cap);
 
     while (t->slots[i].ino != 0 && t->slots[i].ino != ino)
         i = (i + 1) & (t->cap - 1);
@@ -61,7 +55,7 @@ static int grow(struct pyfuse_lookups *t)
     t->slots = slots;
     for (size_t i = 0; i < t->cap; i++) {
         if (old[i].ino != 0) {
-            size_t j = slot_of(old[i].ino, cap);
+            size_t j = pyfuse_lookups_slot_of(old[i].ino, cap);
 
             while (slots[j].ino != 0)
                 j = (j + 1) & (cap - 1);
@@ -107,7 +101,7 @@ static void delete_slot(struct pyfuse_lookups *t, struct pyfuse_lookup_slot *sl)
         j = (j + 1) & (t->cap - 1);
         if (t->slots[j].ino == 0)
             return;
-        home = slot_of(t->slots[j].ino, t->cap);
+        home = pyfuse_lookups_slot_of(t->slots[j].ino, t->cap);
         /* move j to i unless its home lies cyclically in (i, j] */
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
             t->slots[i] = t->slots[j];

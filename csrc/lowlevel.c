@@ -15,17 +15,18 @@
 /* The request this thread is in the callback of (pyfuse.context() and interrupted()). */
 __thread fuse_req_t pyfuse_ll_current;
 
-/* One call into Python for req: fn(handle, req, ...), with req made the thread's current. */
-#define CB(req, fn, ...)                                                                   \
+/* One call into Python for req: fn(handle, req, ...), with req made the thread's current,
+ * counted as the operation numbered opnum when the session keeps statistics. */
+#define CB_OP(req, opnum, fn, ...)                                                         \
     __extension__({                                                                        \
         int r_;                                                                            \
         pyfuse_ll_current = (req);                                                         \
-        pyfuse_in_callback++;                                                              \
-        r_ = fn(pyfuse_ll_of(req)->handle, (void *)(req), __VA_ARGS__);                    \
-        pyfuse_in_callback--;                                                              \
+        r_ = PYFUSE_CALL_OP(pyfuse_ll_of(req), (opnum), fn, (void *)(req), __VA_ARGS__);   \
         pyfuse_ll_current = NULL;                                                          \
         r_;                                                                                \
     })
+/* The same for operation OP (PYFUSE_LL_OP_<OP>). */
+#define CB(req, OP, fn, ...) CB_OP(req, PYFUSE_LL_OP_##OP, fn, __VA_ARGS__)
 #define FHA(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
 
 /* Reply an errno a callback returned (0: it replied, or will). */
@@ -67,7 +68,7 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
     if (too_long(req, name))
         return;
-    res = CB(req, pyfuse_ll_cb_lookup, parent, name);
+    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, name);
     if (res < 0)
         pyfuse_ll_fail_lookup(req, -res);
 }
@@ -90,13 +91,8 @@ static void forget_all(fuse_req_t req, struct fuse_forget_data *f, size_t count)
             pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
         }
     }
-    if (PYFUSE_HAS(s, PYFUSE_LL_OP_FORGET)) {
-        pyfuse_ll_current = req;
-        pyfuse_in_callback++;
-        pyfuse_ll_cb_forget(s->handle, (const struct pyfuse_forget *)f, count);
-        pyfuse_in_callback--;
-        pyfuse_ll_current = NULL;
-    }
+    if (PYFUSE_HAS(s, PYFUSE_LL_OP_FORGET))
+        (void)CB(req, FORGET, pyfuse_ll_cb_forget, (const struct pyfuse_forget *)f, count);
     fuse_reply_none(req);
 }
 
@@ -118,7 +114,7 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_getattr, ino, FHA(fi)));
+    done(req, CB(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi)));
 }
 
 void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)
@@ -143,59 +139,59 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     struct pyfuse_attr a;
 
     pyfuse_stat_to_attr(attr, &a);
-    done(req, CB(req, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)));
+    done(req, CB(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)));
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-    done(req, CB(req, pyfuse_ll_cb_readlink, ino));
+    done(req, CB(req, READLINK, pyfuse_ll_cb_readlink, ino));
 }
 
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      dev_t rdev)
 {
     if (!too_long(req, name))
-        done(req, CB(req, pyfuse_ll_cb_mknod, parent, name, mode, rdev));
+        done(req, CB(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev));
 }
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     if (!too_long(req, name))
-        done(req, CB(req, pyfuse_ll_cb_mkdir, parent, name, mode));
+        done(req, CB(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode));
 }
 
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    done(req, CB(req, pyfuse_ll_cb_unlink, parent, name));
+    done(req, CB(req, UNLINK, pyfuse_ll_cb_unlink, parent, name));
 }
 
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    done(req, CB(req, pyfuse_ll_cb_rmdir, parent, name));
+    done(req, CB(req, RMDIR, pyfuse_ll_cb_rmdir, parent, name));
 }
 
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
     if (!too_long(req, name))
-        done(req, CB(req, pyfuse_ll_cb_symlink, target, parent, name));
+        done(req, CB(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name));
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
     if (!too_long(req, newname))
-        done(req, CB(req, pyfuse_ll_cb_rename, parent, name, newparent, newname, flags));
+        done(req, CB(req, RENAME, pyfuse_ll_cb_rename, parent, name, newparent, newname, flags));
 }
 
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
     if (!too_long(req, newname))
-        done(req, CB(req, pyfuse_ll_cb_link, ino, newparent, newname));
+        done(req, CB(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname));
 }
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_open, ino, fi->flags));
+    done(req, CB(req, OPEN, pyfuse_ll_cb_open, ino, fi->flags));
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -209,7 +205,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, ENOSYS);
         return;
     }
-    done(req, CB(req, pyfuse_ll_cb_read, ino, size, off, fi->fh));
+    done(req, CB(req, READ, pyfuse_ll_cb_read, ino, size, off, fi->fh));
 }
 
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -228,22 +224,22 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_reply_err(req, ENOSYS);
         return;
     }
-    done(req, CB(req, pyfuse_ll_cb_write, ino, buf, size, off, fi->fh));
+    done(req, CB(req, WRITE, pyfuse_ll_cb_write, ino, buf, size, off, fi->fh));
 }
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_flush, ino, pyfuse_fh(fi)));
+    done(req, CB(req, FLUSH, pyfuse_ll_cb_flush, ino, pyfuse_fh(fi)));
 }
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_release, ino, pyfuse_fh(fi), fi->flags));
+    done(req, CB(req, RELEASE, pyfuse_ll_cb_release, ino, pyfuse_fh(fi), fi->flags));
 }
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_fsync, ino, datasync, pyfuse_fh(fi)));
+    done(req, CB(req, FSYNC, pyfuse_ll_cb_fsync, ino, datasync, pyfuse_fh(fi)));
 }
 
 static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
@@ -265,7 +261,7 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         pyfuse_ll_reply_opendir(req, d, 0);
         return;
     }
-    res = CB(req, pyfuse_ll_cb_opendir, ino, fi->flags, d);
+    res = CB(req, OPENDIR, pyfuse_ll_cb_opendir, ino, fi->flags, d);
     if (res < 0)
         pyfuse_ll_fail_opendir(req, d, -res);
 }
@@ -287,7 +283,8 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    res = CB(req, pyfuse_ll_cb_readdir, ino, off, d, f, plus);
+    res = CB_OP(req, plus ? PYFUSE_LL_OP_READDIRPLUS : PYFUSE_LL_OP_READDIR, pyfuse_ll_cb_readdir,
+                ino, off, d, f, plus);
     if (res < 0)
         pyfuse_ll_fail_dir(f, -res);
 }
@@ -313,7 +310,7 @@ static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
     /* Python when there is something to do: a kept stream to close or a user releasedir
      * (which replies itself); d is freed here, after Python has read it. */
     if (d->key != 0 || PYFUSE_HAS(s, PYFUSE_LL_OP_RELEASEDIR))
-        res = CB(req, pyfuse_ll_cb_releasedir, ino, d);
+        res = CB(req, RELEASEDIR, pyfuse_ll_cb_releasedir, ino, d);
     if (!PYFUSE_HAS(s, PYFUSE_LL_OP_RELEASEDIR) || res < 0)
         fuse_reply_err(req, res < 0 ? -res : 0);
     free(d);
@@ -321,45 +318,45 @@ static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_fsyncdir, ino, datasync, dir_of(fi)->fh));
+    done(req, CB(req, FSYNCDIR, pyfuse_ll_cb_fsyncdir, ino, datasync, dir_of(fi)->fh));
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-    done(req, CB(req, pyfuse_ll_cb_statfs, ino));
+    done(req, CB(req, STATFS, pyfuse_ll_cb_statfs, ino));
 }
 
 static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                         size_t size, int flags)
 {
-    done(req, CB(req, pyfuse_ll_cb_setxattr, ino, name, value, size, flags));
+    done(req, CB(req, SETXATTR, pyfuse_ll_cb_setxattr, ino, name, value, size, flags));
 }
 
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-    done(req, CB(req, pyfuse_ll_cb_getxattr, ino, name, size));
+    done(req, CB(req, GETXATTR, pyfuse_ll_cb_getxattr, ino, name, size));
 }
 
 static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-    done(req, CB(req, pyfuse_ll_cb_listxattr, ino, size));
+    done(req, CB(req, LISTXATTR, pyfuse_ll_cb_listxattr, ino, size));
 }
 
 static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    done(req, CB(req, pyfuse_ll_cb_removexattr, ino, name));
+    done(req, CB(req, REMOVEXATTR, pyfuse_ll_cb_removexattr, ino, name));
 }
 
 static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-    done(req, CB(req, pyfuse_ll_cb_access, ino, mask));
+    done(req, CB(req, ACCESS, pyfuse_ll_cb_access, ino, mask));
 }
 
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
     if (!too_long(req, name))
-        done(req, CB(req, pyfuse_ll_cb_create, parent, name, mode, fi->flags));
+        done(req, CB(req, CREATE, pyfuse_ll_cb_create, parent, name, mode, fi->flags));
 }
 
 static void lock_of(const struct flock *l, struct pyfuse_flock *out)
@@ -377,7 +374,7 @@ static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     struct pyfuse_flock l;
 
     lock_of(lock, &l);
-    done(req, CB(req, pyfuse_ll_cb_getlk, ino, pyfuse_fh(fi), &l));
+    done(req, CB(req, GETLK, pyfuse_ll_cb_getlk, ino, pyfuse_fh(fi), &l));
 }
 
 static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -386,32 +383,32 @@ static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     struct pyfuse_flock l;
 
     lock_of(lock, &l);
-    done(req, CB(req, pyfuse_ll_cb_setlk, ino, pyfuse_fh(fi), &l, sleep));
+    done(req, CB(req, SETLK, pyfuse_ll_cb_setlk, ino, pyfuse_fh(fi), &l, sleep));
 }
 
 static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
-    done(req, CB(req, pyfuse_ll_cb_flock, ino, pyfuse_fh(fi), op));
+    done(req, CB(req, FLOCK, pyfuse_ll_cb_flock, ino, pyfuse_fh(fi), op));
 }
 
 static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
                          struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_fallocate, ino, mode, off, length, pyfuse_fh(fi)));
+    done(req, CB(req, FALLOCATE, pyfuse_ll_cb_fallocate, ino, mode, off, length, pyfuse_fh(fi)));
 }
 
 static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                                struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
                                struct fuse_file_info *fi_out, size_t len, int flags)
 {
-    done(req, CB(req, pyfuse_ll_cb_copy_file_range, ino_in, off_in, pyfuse_fh(fi_in), ino_out,
-                 off_out, pyfuse_fh(fi_out), len, flags));
+    done(req, CB(req, COPY_FILE_RANGE, pyfuse_ll_cb_copy_file_range, ino_in, off_in,
+                 pyfuse_fh(fi_in), ino_out, off_out, pyfuse_fh(fi_out), len, flags));
 }
 
 static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
-    done(req, CB(req, pyfuse_ll_cb_lseek, ino, off, whence, pyfuse_fh(fi)));
+    done(req, CB(req, LSEEK, pyfuse_ll_cb_lseek, ino, off, whence, pyfuse_fh(fi)));
 }
 
 static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
@@ -420,14 +417,14 @@ static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 {
     uint64_t fh = (flags & FUSE_IOCTL_DIR) ? dir_of(fi)->fh : pyfuse_fh(fi);
 
-    done(req, CB(req, pyfuse_ll_cb_ioctl, ino, cmd, (uint64_t)(uintptr_t)arg, fh, flags,
+    done(req, CB(req, IOCTL, pyfuse_ll_cb_ioctl, ino, cmd, (uint64_t)(uintptr_t)arg, fh, flags,
                  (const char *)in_buf, in_bufsz, out_bufsz));
 }
 
 static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                     struct fuse_pollhandle *ph)
 {
-    done(req, CB(req, pyfuse_ll_cb_poll, ino, pyfuse_fh(fi), (void *)ph));
+    done(req, CB(req, POLL, pyfuse_ll_cb_poll, ino, pyfuse_fh(fi), (void *)ph));
 }
 
 /* When a row of ll_optable.h fills its member, for the mask m of overridden operations. */

@@ -88,9 +88,10 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
  * serving a request (where libfuse's request context must not be asked for). */
 extern __thread int pyfuse_in_callback;
 
-/* The call fn(handle, ...) into Python for operation OP (PYFUSE_OP_<OP>), counted and timed
- * when the session keeps statistics (one pointer test otherwise); its value is fn's. */
-#define PYFUSE_CALL(sess, OP, fn, ...)                                                   \
+/* The call fn(handle, ...) into Python for the operation numbered opnum (a row of either
+ * API's table), counted and timed when the session keeps statistics (one pointer test
+ * otherwise); its value is fn's. */
+#define PYFUSE_CALL_OP(sess, opnum, fn, ...)                                             \
     __extension__({                                                                      \
         struct pyfuse_session *s_ = (sess);                                              \
         __typeof__(fn(s_->handle, __VA_ARGS__)) r_;                                      \
@@ -99,13 +100,15 @@ extern __thread int pyfuse_in_callback;
             r_ = fn(s_->handle, __VA_ARGS__);                                            \
         } else {                                                                         \
             int64_t t_;                                                                  \
-            void *h_ = pyfuse_stats_begin(s_, PYFUSE_OP_##OP, &t_);                      \
+            void *h_ = pyfuse_stats_begin(s_, (opnum), &t_);                             \
             r_ = fn(h_, __VA_ARGS__);                                                    \
-            pyfuse_stats_end(s_, PYFUSE_OP_##OP, t_, (int64_t)r_);                       \
+            pyfuse_stats_end(s_, (opnum), t_, (int64_t)r_);                              \
         }                                                                                \
         pyfuse_in_callback--;                                                            \
         r_;                                                                              \
     })
+/* The same for the path API's operation OP (PYFUSE_OP_<OP>). */
+#define PYFUSE_CALL(sess, OP, fn, ...) PYFUSE_CALL_OP(sess, PYFUSE_OP_##OP, fn, __VA_ARGS__)
 
 /* lowlevel.c: the inode API's table for this mask of operations */
 void pyfuse_ll_fill_ops(struct fuse_lowlevel_ops *ops, uint64_t opmask);
@@ -141,6 +144,21 @@ static inline struct pyfuse_session *pyfuse_ll_of(fuse_req_t req)
 extern __thread fuse_req_t pyfuse_ll_current;
 int pyfuse_lookups_init(struct pyfuse_lookups *t);
 void pyfuse_lookups_free(struct pyfuse_lookups *t);
+/* The home slot of ino in a table of cap slots (a power of two): Fibonacci hashing, which
+ * spreads sequential numbers. */
+static inline size_t pyfuse_lookups_slot_of(uint64_t ino, size_t cap)
+{
+    ino *= UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(ino >> 32) & (cap - 1);
+}
+/* Start loading ino's home slot into the cache (the lock held): a listing counts entry i while
+ * the slot of entry i + PYFUSE_PREFETCH_AHEAD is on its way, instead of stalling on a cache miss
+ * an entry (the table of a big tree is megabytes, and its slots are spread on purpose). */
+#define PYFUSE_PREFETCH_AHEAD 8
+static inline void pyfuse_lookups_prefetch(const struct pyfuse_lookups *t, uint64_t ino)
+{
+    __builtin_prefetch(&t->slots[pyfuse_lookups_slot_of(ino, t->cap)], 1);
+}
 /* Add n lookups of ino (the lock held by the caller when locked is 1). */
 void pyfuse_lookups_add(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, int locked);
 /* Drop n lookups of ino: 0, or the count pyfuse held when the kernel forgot more. */

@@ -126,7 +126,8 @@ typedef struct pyfuse_session pyfuse_session;
 /* Session(stats=True): what the trampolines count around each call into Python (stats.c). */
 enum {
     PYFUSE_STATS_WINDOW = 8192, /* timed requests kept per operation (a power of two) */
-    PYFUSE_STATS_SAMPLE = 8     /* one request in this many of each operation is timed */
+    PYFUSE_STATS_SAMPLE = 8,    /* one request in this many of each operation is timed */
+    PYFUSE_STATS_OPS = 64       /* rows: room for either API's table (the opmask's width) */
 };
 struct pyfuse_opstats {
     uint64_t count;  /* requests */
@@ -137,7 +138,7 @@ struct pyfuse_opstats {
 };
 struct pyfuse_stats {
     void *handle; /* what a timed request's callback gets instead of the session's handle */
-    struct pyfuse_opstats op[PYFUSE_OP_COUNT];
+    struct pyfuse_opstats op[PYFUSE_STATS_OPS]; /* by PYFUSE_OP_x or PYFUSE_LL_OP_x */
 };
 
 /* utimens: which of the two times to leave alone or set to the current time. */

@@ -6,6 +6,8 @@
  * offset-0 ("whole listing at once") mode, so positional listings are numbered base + i + 1. */
 #include "pyfuse.h"
 
+#include <stddef.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +286,18 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
         if (inos != NULL) { /* the template's conversion stands; only the number changes */
             memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
             st.st_ino = (ino_t)a.ino;
+        }
+        if (f->plus && i + PYFUSE_PREFETCH_AHEAD < n) {
+            uint64_t ahead = 0;
+            int k = i + PYFUSE_PREFETCH_AHEAD;
+
+            if (inos != NULL)
+                memcpy(&ahead, inos + (size_t)k * sizeof ahead, sizeof ahead);
+            else if (attr_stride != 0)
+                memcpy(&ahead, attrs + (size_t)k * attr_stride + offsetof(struct pyfuse_attr, ino),
+                       sizeof ahead);
+            if (ahead != 0)
+                pyfuse_lookups_prefetch(counts, ahead);
         }
         if (f->plus && ap != NULL && a.mode != 0 && a.ino == 0 && !dot_or_dotdot(p)) {
             res = -EDOM;

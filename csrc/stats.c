@@ -1,5 +1,6 @@
 /* Session(stats=True): each call into Python is counted, errno results too, and one request in
- * PYFUSE_STATS_SAMPLE of each operation is timed, in C around the call (PYFUSE_CALL). A timed
+ * PYFUSE_STATS_SAMPLE of each operation is timed, in C around the call (PYFUSE_CALL_OP, for
+ * either API: the rows are the path API's or the inode API's operation numbers). A timed
  * request's callback gets the stats' own handle, a view of the session whose handlers are timed
  * (they report through pyfuse_stats_handler); the others get the session's, so they cost no
  * Python beyond what they cost without statistics. The counters are shared by the loop's
@@ -11,6 +12,9 @@
 
 _Static_assert((PYFUSE_STATS_WINDOW & (PYFUSE_STATS_WINDOW - 1)) == 0,
                "PYFUSE_STATS_WINDOW is a power of two");
+_Static_assert((int)PYFUSE_OP_COUNT <= (int)PYFUSE_STATS_OPS &&
+               (int)PYFUSE_LL_OP_COUNT <= (int)PYFUSE_STATS_OPS,
+               "a row of statistics for each operation of either API");
 _Static_assert((PYFUSE_STATS_SAMPLE & (PYFUSE_STATS_SAMPLE - 1)) == 0,
                "PYFUSE_STATS_SAMPLE is a power of two");
 

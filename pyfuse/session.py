@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from typing import Any, Optional
+from typing import Any
 
 from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._core.context import context
@@ -18,7 +18,6 @@ from ._core.convert import config_to_c
 from ._core.convert import path as _decode_path
 from ._core.mounting import BaseSession, Mounted, serve
 from ._core.readdir import Listings
-from ._core.stats import Stats, add_handler_time
 from ._pyfuse_c import ffi, lib
 from .operations import Operations, implemented
 
@@ -49,8 +48,7 @@ class Session(BaseSession):
     and with ``stats=True`` :meth:`stats` and :meth:`stats_table`. Everything else is the
     callbacks' (private)."""
 
-    def __init__(self, ops: Operations, mountpoint: str, *, stats: bool = False,
-                 **kwargs: Any) -> None:
+    def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
         super().__init__(ops, mountpoint, **kwargs)
@@ -67,28 +65,7 @@ class Session(BaseSession):
         # poll(path, fh, handle): a filesystem that takes the handle can notify readiness
         poll = vars(self)["_op_poll"]
         self._poll_handle = poll is not None and _takes(poll, 3)
-        self._stats: Optional[Stats] = Stats(self, OPS) if stats else None
-        if self._stats is not None:
-            self._listings.timer = add_handler_time
-
-    def stats(self) -> dict[str, dict[str, Any]]:
-        """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
-        {"count": N, "errors": N, "total_us": {...}, "handler_us": {...}, "pyfuse_us":
-        {...}}, ...}``. ``count`` and ``errors`` (requests answered with an errno) count every
-        request; each ``*_us`` holds p50, p90, p99, max and mean in microseconds over the last
-        10,000 timed requests of that operation (one request in 8 is timed): ``total`` the
-        whole callback, ``handler`` the filesystem's method (for readdir also pulling its
-        entries), ``pyfuse`` the rest (decoding, conversions, copies). Time in the kernel and
-        libfuse is not included."""
-        if self._stats is None:
-            raise RuntimeError("this session was made without stats=True")
-        return self._stats.snapshot()
-
-    def stats_table(self) -> str:
-        """:meth:`stats` as a table, a line an operation (what ``--stats`` prints)."""
-        if self._stats is None:
-            raise RuntimeError("this session was made without stats=True")
-        return self._stats.format()
+        self._start_stats(OPS, self._listings)
 
     def invalidate_path(self, path: str) -> None:
         """Tell the kernel to drop what it caches of ``path`` (its attributes, its data and
@@ -102,7 +79,7 @@ class Session(BaseSession):
     # -- the base's hooks ------------------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:
         return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
-                              ffi.NULL if self._stats is None else self._stats.c, 0)
+                              self._stats_c(), 0)
 
     def _where(self, op: str, where: Any) -> str:
         return f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"

@@ -11,6 +11,7 @@ import fcntl
 import logging
 import os
 import select
+import signal
 import stat
 import subprocess
 import sys
@@ -515,9 +516,71 @@ def test_poll_notify_and_ioctl(mount_ops: Any, mnt: str) -> None:
         assert fcntl.ioctl(f.fileno(), io_none, 0) == 7
 
 
-def test_stats_refused_by_name(mnt: str) -> None:
-    with pytest.raises(ValueError, match="statistics"):
-        ll.Session(MemoryLL(), mnt, stats=True)
+class SlowStats(Counting):
+    """A readdir that sleeps in the handler and in its generator, and an async statfs."""
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:
+        time.sleep(0.02)
+        first = True
+        for e in super().readdir(ino, offset, fh, plus):
+            if first:
+                time.sleep(0.03)  # pulling entries is the filesystem's time too
+                first = False
+            yield e
+
+    async def statfs(self, ino: int) -> pyfuse.StatVFS:  # type: ignore[override]
+        await asyncio.sleep(0.2)
+        return super().statfs(ino)
+
+
+@pytest.mark.timeout(60)
+def test_stats(mount_ops: Any, mnt: str) -> None:
+    """stats=True on the inode API: each operation's requests and errors, the handler's time
+    apart from pyfuse's; readdirplus is its own row; a batch of forgets is one request; an
+    async handler is timed until its coroutine is handed over, not while it waits."""
+    ops = SlowStats()
+    s = mount_ops(ops, stats=True, config=Config(readdirplus="always", entry_timeout=0,
+                                                  attr_timeout=0, negative_timeout=0))
+    d = os.path.join(mnt, "d")
+    os.mkdir(d)
+    for i in range(20):
+        open(os.path.join(d, f"f{i}"), "w").close()
+    for _ in range(20):
+        os.stat(os.path.join(d, "f0"))
+    for _ in range(3):
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.path.join(d, "missing"))
+    with os.scandir(d) as it:
+        assert sorted(e.name for e in it) == sorted(f"f{i}" for i in range(20))
+    os.statvfs(mnt)
+    forgets = s.forget_requests
+    drop_caches()
+    assert wait_for(lambda: s.lookups_held() == (0, 0) and s.forget_requests > forgets)
+    st = s.stats()
+    lk = st["lookup"]
+    assert lk["count"] >= 23 and lk["errors"] >= 3, lk
+    assert 0 < lk["handler_us"]["p50"] <= lk["total_us"]["p50"], lk
+    assert st["mkdir"]["count"] == 1 and st["create"]["count"] == 20, st
+    rp = st["readdirplus"]
+    assert rp["count"] >= 1 and rp["errors"] == 0 and "readdir" not in st, st
+    assert rp["handler_us"]["max"] >= 50_000, rp  # both sleeps are the filesystem's
+    assert rp["pyfuse_us"]["max"] < 20_000, rp    # neither is pyfuse's
+    sf = st["statfs"]
+    assert sf["count"] == 1 and sf["total_us"]["max"] < 200_000, sf
+    # the forget callbacks of timed requests counted into the session, not into stats' view
+    assert st["forget"]["count"] == s.forget_requests, (st["forget"], s.forget_requests)
+    assert "readdirplus" in s.stats_table() and "forget" in s.stats_table()
+
+
+@pytest.mark.timeout(60)
+def test_example_stats_flag(example: Any, mnt: str) -> None:
+    """``python -m pyfuse.examples.memory_ll --stats``: the table at exit."""
+    proc = example("memory_ll", "--stats", mountpoint=mnt)
+    os.mkdir(os.path.join(mnt, "d"))
+    assert os.listdir(mnt) == ["d"]
+    proc.send_signal(signal.SIGUSR1)
+    assert wait_for(lambda: "mkdir" in open(proc.log).read()), open(proc.log).read()
+    assert pyfuse.is_mounted(mnt)
 
 
 @pytest.mark.expect_errors

@@ -24,6 +24,7 @@ from .._pyfuse_c import ffi, lib
 from ..errors import errno_for
 from ..mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
 from ..types import Config
+from .stats import Stats, add_handler_time
 
 __all__ = ["BaseSession", "Mounted", "serve"]
 
@@ -70,14 +71,16 @@ def _split_options(options: Optional[Mapping[str, Any]], config: Config
 class BaseSession:
     """One mounted filesystem of either API (see the module docstring). Public: ``ops``,
     ``mountpoint`` (absolute), ``config``, ``connection`` (set once mounted), :meth:`mount`,
-    :meth:`loop`, :meth:`stop`."""
+    :meth:`loop`, :meth:`stop`, and with ``stats=True`` :meth:`stats` and
+    :meth:`stats_table`."""
 
     def __init__(self, ops: Any, mountpoint: str, *, threads: bool = True,
                  debug: bool = False, ro: bool = False, allow_other: bool = False,
                  default_permissions: bool = False, fsname: Optional[str] = None,
                  subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
                  config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
-                 signals: Optional[bool] = None, stack: bool = False) -> None:
+                 signals: Optional[bool] = None, stack: bool = False,
+                 stats: bool = False) -> None:
         self.ops = ops
         self.mountpoint = os.path.abspath(mountpoint)
         options, self.config = _split_options(options, config or Config())
@@ -96,6 +99,8 @@ class BaseSession:
         # notifications: the C session is used under this lock, and freed under it
         self._c_lock = threading.Lock()
         self._notifier: Optional[_Notifier] = None
+        self._want_stats = stats
+        self._stats: Optional[Stats] = None
         opts = []
         if ro:
             opts.append("ro")
@@ -114,6 +119,40 @@ class BaseSession:
             elif v is not False:
                 opts.append(f"{k}={_escape(str(v))}")
         self._argv = ["pyfuse", *(["-d"] if debug else []), "-o", ",".join(opts)]
+
+    # -- statistics ------------------------------------------------------------------------
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
+        {"count": N, "errors": N, "total_us": {...}, "handler_us": {...}, "pyfuse_us":
+        {...}}, ...}``. ``count`` and ``errors`` (requests answered with an errno) count every
+        request; each ``*_us`` holds p50, p90, p99, max and mean in microseconds over the last
+        8,192 timed requests of that operation (one request in 8 is timed): ``total`` the
+        whole callback, ``handler`` the filesystem's method (for readdir also pulling its
+        entries), ``pyfuse`` the rest (decoding, conversions, copies). Time in the kernel and
+        libfuse is not included. On the inode API, readdirplus is its own row (served by the
+        ``readdir`` method), a batch of forgets is one request, and an ``async def`` handler's
+        request is counted and timed until its coroutine is handed to the event loop (its wait,
+        and an errno it ends with, are not)."""
+        if self._stats is None:
+            raise RuntimeError("this session was made without stats=True")
+        return self._stats.snapshot()
+
+    def stats_table(self) -> str:
+        """:meth:`stats` as a table, a line an operation (what ``--stats`` prints)."""
+        if self._stats is None:
+            raise RuntimeError("this session was made without stats=True")
+        return self._stats.format()
+
+    def _start_stats(self, ops: dict[str, int], listings: Any) -> None:
+        """With ``stats=True``: keep statistics of the operations ``ops`` ({name: row number});
+        called by a subclass once its ``_op_<name>`` handlers are set."""
+        if self._want_stats:
+            self._stats = Stats(self, ops)
+            listings.timer = add_handler_time
+
+    def _stats_c(self) -> Any:
+        """What pyfuse_new counts into: the statistics' C side, or NULL."""
+        return ffi.NULL if self._stats is None else self._stats.c
 
     # -- what a subclass provides ----------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:

@@ -64,16 +64,21 @@ def _timed(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 class _Timed:
     """What a timed request's callback sees instead of the session: the session's handlers
-    (``_op_<name>``), each timed; every other attribute is the session's."""
+    (``_op_<name>``), each timed; every other attribute, read or set, is the session's."""
 
     def __init__(self, session: Any, ops: dict[str, int]) -> None:
-        self._session = weakref.proxy(session)  # the session owns its Stats: no cycle
+        own = vars(self)
+        own["_session"] = weakref.proxy(session)  # the session owns its Stats: no cycle
         for name in ops:
-            meth = getattr(session, "_op_" + name)
-            setattr(self, "_op_" + name, None if meth is None else _timed(meth))
+            if hasattr(session, "_op_" + name):  # rows served by another row's method have none
+                meth = getattr(session, "_op_" + name)
+                own["_op_" + name] = None if meth is None else _timed(meth)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._session, name, value)
 
 
 class Stats:

@@ -68,9 +68,7 @@ def serve(ops: Any, mountpoint: str, session_type: Any = None, **kwargs: Any) ->
     """pyfuse.run, with a one-line message instead of a traceback for a bad mount point or a
     bad option; with ``stats``, the statistics table on stderr at exit and on SIGUSR1.
     ``session_type``: the Session class (default pyfuse.Session; pyfuse.lowlevel.Session for
-    the inode API's examples, which do not keep statistics)."""
-    if session_type is not None and not kwargs.get("stats"):
-        kwargs.pop("stats", None)
+    the inode API's examples)."""
     try:
         session = (session_type or pyfuse.Session)(ops, mountpoint, **kwargs)
         if kwargs.get("stats"):

@@ -169,7 +169,8 @@ def pyfuse_ll_cb_releasedir(h, req, ino, d):
     return 0
 
 
-def pyfuse_ll_cb_forget(h, forgets, count):
+@extern
+def pyfuse_ll_cb_forget(h, req, forgets, count):
     s = _from_handle(h)
     s.forget_requests += 1
     fn = s._op_forget
@@ -181,9 +182,7 @@ def pyfuse_ll_cb_forget(h, forgets, count):
                 s._bridge.spawn(r, f"forget of inode {f.ino}")
         except BaseException as e:
             s._fail(e, "forget", f.ino)
-
-
-extern(pyfuse_ll_cb_forget, void=True)
+    return 0  # forgets get no reply; the trampoline ends the request
 
 
 @extern

@@ -42,16 +42,13 @@ class Session(BaseSession):
     """One mounted inode-API filesystem. Use :func:`run` or :func:`mount`.
 
     Public: ``ops``, ``mountpoint``, ``config``, ``connection``, :meth:`mount`, :meth:`loop`,
-    :meth:`stop`, :meth:`lookups`, ``event_loop`` and the notifications
+    :meth:`stop`, :meth:`lookups`, ``event_loop``, the notifications
     :meth:`invalidate_inode`, :meth:`invalidate_entry`, :meth:`notify_delete`,
-    :meth:`notify_store`."""
+    :meth:`notify_store`, and with ``stats=True`` :meth:`stats` and :meth:`stats_table`."""
 
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.lowlevel.Operations subclass")
-        if kwargs.pop("stats", False):
-            raise ValueError("stats=True: the inode API does not keep statistics yet (the "
-                             "path API's Session does)")
         super().__init__(ops, mountpoint, **kwargs)
         self._entry_timeout = float(self.config.entry_timeout)
         self._attr_timeout = float(self.config.attr_timeout)
@@ -68,6 +65,7 @@ class Session(BaseSession):
                 setattr(self, "_op_" + name, meth)
             if meth is not None:
                 self._opmask |= 1 << bit
+        self._start_stats(OPS, self._listings)
         # an async write gets a copy of the data (libfuse's buffer is reused after the call)
         self._wdata = _copy if inspect.iscoroutinefunction(ops.write) else _view
 
@@ -131,7 +129,7 @@ class Session(BaseSession):
     # -- the base's hooks ------------------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:
         return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
-                              ffi.NULL, 1)
+                              self._stats_c(), 1)
 
     def _where(self, op: str, where: Any) -> str:
         if isinstance(where, tuple):
@@ -200,7 +198,7 @@ def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any
     thread, SIGINT/SIGTERM/SIGHUP arrives); then unmount and return. The keyword arguments
     are :func:`pyfuse.run`'s (``threads``, ``debug``, ``ro``, ``allow_other``,
     ``default_permissions``, ``fsname``, ``subtype``, ``options``, ``config``,
-    ``max_threads``, ``clone_fd``, ``signals``, ``stack``), and ``foreground=False``
+    ``max_threads``, ``clone_fd``, ``signals``, ``stack``, ``stats``), and ``foreground=False``
     daemonizes as it does. ``Config``'s timeouts are the defaults of each Entry's."""
     serve(Session(ops, mountpoint, **kwargs), foreground)
 
