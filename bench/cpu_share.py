@@ -97,7 +97,8 @@ def main() -> None:
                 ticks[impl][0] += d1[1] - d0[1]
                 ticks[impl][1] += d1[2] - d0[2]
     ref = statistics.median(w for w, _, _ in rows[impls[0]])
-    print(f"{a.workload}, {a.rounds} rounds of {a.per_round}; ms per iteration (medians), "
+    scale, unit = (1e6, "us") if ref < 0.01 else (1e3, "ms")
+    print(f"{a.workload}, {a.rounds} rounds of {a.per_round}; {unit} per iteration (medians), "
           f"wall relative to {impls[0]}")
     print(f"{'impl':<20}{'wall':>9}{'ratio':>7}{'client':>9}{'daemon':>9}{'(user/kernel)':>15}"
           f"{'rest':>8}")
@@ -105,9 +106,8 @@ def main() -> None:
         wall, client, daemon = (statistics.median(x[j] for x in rows[impl]) for j in range(3))
         u, k = ticks[impl]
         split = f"{u / (u + k):.0%}/{k / (u + k):.0%}" if u + k else "-"
-        print(f"{impl:<20}{wall * 1e3:>9.1f}{wall / ref:>7.2f}{client * 1e3:>9.1f}"
-              f"{daemon * 1e3:>9.1f}{split:>15}{(wall - client - daemon) * 1e3:>8.1f}")
-
+        print(f"{impl:<20}{wall * scale:>9.1f}{wall / ref:>7.2f}{client * scale:>9.1f}"
+              f"{daemon * scale:>9.1f}{split:>15}{(wall - client - daemon) * scale:>8.1f}")
 
 if __name__ == "__main__":
     main()

@@ -117,3 +117,23 @@ def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str,
                 os.lstat(missing)
         assert sorted(os.listdir(mnt)) == sorted(["small", "big", "w2", "src"])
         assert len(os.listdir(os.path.join(mnt, "big"))) == 65_536
+
+
+@pytest.mark.timeout(60)
+def test_prepared_inode_listing_is_the_generated_one(tmp_path: str,
+                                                    bench_env: dict[str, str]) -> None:
+    """bench/tree_ll.py --prepared (bench/cpu_share.py's pyfuse-ll-prepared) lists /big with the
+    names and inode numbers the generated listing has, and serves the rest unchanged."""
+    argv = [sys.executable, os.path.join(ROOT, "bench", "tree_ll.py")]
+    listings = []
+    for extra in ([], ["--prepared"]):
+        mnt = os.path.join(tmp_path, "p" if extra else "g")
+        os.mkdir(mnt)
+        with testing.mounted_process([*argv, mnt, *extra], mnt, env=bench_env):
+            with os.scandir(os.path.join(mnt, "big")) as it:
+                listings.append({e.name: (e.inode(), e.stat().st_ino) for e in it})
+            assert sorted(os.listdir(os.path.join(mnt, "small"))) == \
+                [f"f{i:05d}" for i in range(8)]
+    generated, prepared = listings
+    assert len(prepared) == 65_536 and prepared == generated
+    assert all(a == b for a, b in prepared.values())  # d_ino is the inode stat sees

@@ -129,10 +129,12 @@ class BaseSession:
         8,192 timed requests of that operation (one request in 8 is timed): ``total`` the
         whole callback, ``handler`` the filesystem's method (for readdir also pulling its
         entries), ``pyfuse`` the rest (decoding, conversions, copies). Time in the kernel and
-        libfuse is not included. On the inode API, readdirplus is its own row (served by the
-        ``readdir`` method), a batch of forgets is one request, and an ``async def`` handler's
-        request is counted and timed until its coroutine is handed to the event loop (its wait,
-        and an errno it ends with, are not)."""
+        libfuse is not included, except on the inode API, whose replies are sent from inside
+        the call: there ``total`` (and so ``pyfuse``) includes the write of the reply to
+        /dev/fuse. On the inode API, readdirplus is its own row (served by the ``readdir``
+        method), a batch of forgets is one request, and an ``async def`` handler's request is
+        counted and timed until its coroutine is handed to the event loop (its wait, and an
+        errno it ends with, are not)."""
         if self._stats is None:
             raise RuntimeError("this session was made without stats=True")
         return self._stats.snapshot()
