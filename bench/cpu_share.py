@@ -4,14 +4,19 @@ measured in interleaved rounds. It answers "how fast could this be with a daemon
 nothing": the wall time can never fall below the client's share.
 
     python bench/cpu_share.py [--impl cref,pyfuse-ll,pyfuse-ll-prepared,pyfuse]
-        [--workload W3s] [--rounds 8] [--per-round 5]
+        [--workload W3s] [--rounds 8] [--per-round 5] [--flags=--nocache]
 
 Implementations are bench/__main__.py's IMPLS plus ``pyfuse-ll-prepared`` (bench/tree_ll.py
---prepared: /big's listing built once, so the daemon runs no filesystem code for it). Daemons
-run with their default flags (W2, W3 and walk are measured that way in the tree suite). The
+--prepared: /big's listing built once, so the daemon runs no filesystem code for it),
+``pyfuse-single`` and ``cref-single`` (the single-threaded loops, with --flags too) and
+``pyfuse-clonefd`` (bench/tree.py on libfuse's multi-threaded loop). Daemons
+run with their default flags (W2, W3 and walk are measured that way in the tree suite), plus
+``--flags`` (``--nocache`` and the default loop: the tree suite's W1mt and W5mt). The
 daemon's CPU is the sum over its threads of /proc/PID/task/*/schedstat (nanoseconds on a CPU),
 split into user and kernel by the same threads' utime and stime (clock ticks: coarse, summed
-over all rounds); the client's is getrusage of this process. Medians over the rounds.
+over all rounds); the client's is getrusage of this process. Medians over the rounds; "rest"
+is wall minus client minus daemon (nobody on a CPU: wake-ups, or time the hypervisor gave to
+others), "steal" the mean time per iteration /proc/stat counted as stolen from this VM.
 docs/performance.md has the figures it made.
 """
 from __future__ import annotations
@@ -31,7 +36,12 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import workloads  # noqa: E402
 from bench.__main__ import HERE, IMPLS, PY, build_cref  # noqa: E402
 
-EXTRA = {"pyfuse-ll-prepared": [PY, os.path.join(HERE, "tree_ll.py"), "--prepared"]}
+EXTRA = {"pyfuse-ll-prepared": [PY, os.path.join(HERE, "tree_ll.py"), "--prepared"],
+         # the same daemons on the single-threaded loop, beside the default one
+         "pyfuse-single": [PY, os.path.join(HERE, "tree.py"), "--single"],
+         "cref-single": [IMPLS["cref"][0], "--single"],
+         # pyfuse on libfuse's multi-threaded loop (clone_fd=True) instead of its own
+         "pyfuse-clonefd": [PY, os.path.join(HERE, "tree.py"), "--clone-fd"]}
 
 
 def _threads(pid: int) -> list[str]:
@@ -53,6 +63,12 @@ def daemon_cpu(pid: int) -> tuple[int, int, int]:
     return ns, user, kernel
 
 
+def steal_ticks() -> int:
+    """Clock ticks the hypervisor gave both vCPUs' time to others (``steal`` in /proc/stat)."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8])
+
+
 def client_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -64,6 +80,7 @@ def main() -> None:
     ap.add_argument("--workload", default="W3s", choices=sorted(workloads.BASE))
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--per-round", type=int, default=5)
+    ap.add_argument("--flags", default="", help="extra daemon flags, e.g. --flags=--nocache")
     a = ap.parse_args()
     from pyfuse import testing
 
@@ -73,6 +90,7 @@ def main() -> None:
     if "cref" in impls:
         build_cref()
     rows: dict[str, list[tuple[float, float, float]]] = {i: [] for i in impls}
+    stolen = dict.fromkeys(impls, 0)
     ticks = {i: [0, 0] for i in impls}
     with contextlib.ExitStack() as stack:
         live = {}
@@ -80,18 +98,20 @@ def main() -> None:
             mnt = tempfile.mkdtemp(prefix=f"cpu-{impl}-")
             stack.callback(os.rmdir, mnt)
             log = os.path.join(tempfile.gettempdir(), f"cpu-{impl}.log")
-            live[impl] = (stack.enter_context(testing.mounted_process(table[impl] + [mnt],
-                                                                      mnt, log=log)), mnt)
+            argv = table[impl] + [mnt] + a.flags.split()
+            live[impl] = (stack.enter_context(testing.mounted_process(argv, mnt, log=log)), mnt)
             for _ in range(2):
                 fn(mnt)  # warm: the kernel's caches and the daemon's
         for r in range(a.rounds):
             order = impls[r % len(impls):] + impls[:r % len(impls)]
             for impl in order:
                 proc, mnt = live[impl]
+                s0 = steal_ticks()
                 d0, c0, w0 = daemon_cpu(proc.pid), client_cpu(), time.perf_counter()
                 for _ in range(a.per_round):
                     fn(mnt)
                 w1, c1, d1 = time.perf_counter(), client_cpu(), daemon_cpu(proc.pid)
+                stolen[impl] += steal_ticks() - s0
                 k = a.per_round
                 rows[impl].append(((w1 - w0) / k, (c1 - c0) / k, (d1[0] - d0[0]) / k / 1e9))
                 ticks[impl][0] += d1[1] - d0[1]
@@ -101,13 +121,16 @@ def main() -> None:
     print(f"{a.workload}, {a.rounds} rounds of {a.per_round}; {unit} per iteration (medians), "
           f"wall relative to {impls[0]}")
     print(f"{'impl':<20}{'wall':>9}{'ratio':>7}{'client':>9}{'daemon':>9}{'(user/kernel)':>15}"
-          f"{'rest':>8}")
+          f"{'rest':>8}{'steal':>8}")
     for impl in impls:
         wall, client, daemon = (statistics.median(x[j] for x in rows[impl]) for j in range(3))
         u, k = ticks[impl]
         split = f"{u / (u + k):.0%}/{k / (u + k):.0%}" if u + k else "-"
+        hz = os.sysconf("SC_CLK_TCK")  # the mean over the rounds: ticks are coarse
+        steal = stolen[impl] / hz / (a.rounds * a.per_round) * scale
         print(f"{impl:<20}{wall * scale:>9.1f}{wall / ref:>7.2f}{client * scale:>9.1f}"
-              f"{daemon * scale:>9.1f}{split:>15}{(wall - client - daemon) * scale:>8.1f}")
+              f"{daemon * scale:>9.1f}{split:>15}{(wall - client - daemon) * scale:>8.1f}"
+              f"{steal:>8.1f}")
 
 if __name__ == "__main__":
     main()

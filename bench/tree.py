@@ -1,9 +1,10 @@
 """The synthetic benchmark tree (bench/model.py) served by pyfuse, with the logic of bench/cref.c.
 
-    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
+    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats] [--clone-fd]
 
 readdir hands out attributes with the names (readdirplus), like the C reference. --prepared:
-/big's listing is built once, so that W3 shows the binding's own per-entry cost.
+/big's listing is built once, so that W3 shows the binding's own per-entry cost. --clone-fd:
+libfuse's multi-threaded loop (a /dev/fuse descriptor per worker) instead of pyfuse's.
 """
 from __future__ import annotations
 
@@ -62,11 +63,12 @@ def main() -> None:
     p.add_argument("--nocache", action="store_true")
     p.add_argument("--prepared", action="store_true")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
+    p.add_argument("--clone-fd", action="store_true", help="libfuse's loop (clone_fd=True)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
     pyfuse.run(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
-               fsname="pyfuse-tree", stats=a.stats)
+               fsname="pyfuse-tree", stats=a.stats, clone_fd=a.clone_fd)
 
 
 if __name__ == "__main__":
