@@ -147,12 +147,15 @@ enum pyfuse_utime { PYFUSE_ATIME_OMIT = 1, PYFUSE_ATIME_NOW = 2, PYFUSE_MTIME_OM
 
 /* session.c: life cycle. int results are 0 or a negative errno; pyfuse_new returns NULL on
  * failure (libfuse logs why through pyfuse_cb_log). lowlevel: the inode API's session
- * (opmask of ll_optable.h's rows; no statistics), else the path API's. */
+ * (opmask of ll_optable.h's rows, stats counted by PYFUSE_LL_OP_x), else the path API's.
+ * pyfuse_loop: threads 0, libfuse's single-threaded loop; else libfuse's multi-threaded one
+ * (a /dev/fuse clone per worker with clone_fd), or with sticky pyfuse's own (loop.c). */
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
                            const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
                            int lowlevel);
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
-int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int signals);
+int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky,
+                int signals);
 void pyfuse_unmount(pyfuse_session *s);
 void pyfuse_destroy(pyfuse_session *s);
 int pyfuse_umount2(const char *mountpoint, int lazy);

@@ -118,7 +118,8 @@ static void restore_signals(const struct sigaction *saved)
     signal_session = NULL;
 }
 
-int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int signals)
+int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky,
+                int signals)
 {
     struct sigaction saved[NSIG_SAVED];
     int res;
@@ -128,9 +129,9 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
         if (res != 0)
             return res;
     }
-    if (threads && !clone_fd) {
+    if (threads && sticky) { /* pyfuse's own loop (loop.c) */
         res = pyfuse_loop_workers(s->se, s->fuse, max_threads > 0 ? (unsigned)max_threads : 0);
-    } else if (threads) { /* a /dev/fuse clone per worker: libfuse's loop */
+    } else if (threads) { /* libfuse's loop, with a /dev/fuse clone per worker if asked */
 #if FUSE_USE_VERSION >= 312
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
 

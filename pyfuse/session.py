@@ -93,10 +93,13 @@ def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any
     ``umount``) or, when called from the main thread, SIGINT/SIGTERM/SIGHUP arrives; then
     unmount and return.
 
-    Keyword arguments: ``threads=True`` (the multi-threaded loop: requests that finish quickly
-    stay on one worker thread, and when a handler has run a millisecond or two without
-    finishing, another worker takes over, up to ``max_threads``, default 10; False for one
-    thread),
+    Keyword arguments: ``threads=True`` (libfuse's multi-threaded loop: idle workers wait for
+    requests together and take them in turn, a worker is added when none is idle, up to
+    ``max_threads``, default 10; False for one thread), ``sticky`` (pyfuse's own
+    multi-threaded loop instead: one worker reads and serves while requests finish quickly,
+    and another takes over when a handler has run a millisecond or two; faster on hosts where
+    a thread switch costs more than waking an idle CPU, slower where it is the other way round:
+    see docs/performance.md),
     ``debug`` (libfuse's request trace, logged on the ``pyfuse`` logger at DEBUG), ``ro``,
     ``allow_other``, ``default_permissions``, ``fsname``, ``subtype``, ``options`` (a dict of
     further ``-o`` mount options, True for a flag; a key that names a :class:`Config` field,

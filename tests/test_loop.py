@@ -1,4 +1,5 @@
-"""The default loop (csrc/loop.c): quick requests stay on one worker thread; a handler that
+"""The multi-threaded loops: libfuse's (the default) and pyfuse's own (``sticky=True``,
+csrc/loop.c), on which quick requests stay on one worker thread. On both, a handler that
 blocks gets others reading, up to ``max_threads``, and no further."""
 from __future__ import annotations
 
@@ -74,12 +75,13 @@ def _read_in_threads(mnt: str, n: int) -> list[Any]:
 
 @pytest.mark.timeout(60)
 def test_quick_requests_stay_on_one_thread(mount_ops: Any, mnt: str) -> None:
-    """One client's requests, one after another: served by the same worker (libfuse's own loop
-    hands them to its idle workers in turn), unless a request takes over a millisecond. A slow
-    request (a preempted CPU, a sanitizer build) hands the reading over once, so what is counted
-    is how often the serving thread changes, not how the requests split between threads."""
+    """sticky=True: one client's requests, one after another, are served by the same worker
+    (libfuse's loop hands them to its idle workers in turn), unless a request takes over a
+    millisecond. A slow request (a preempted CPU, a sanitizer build) hands the reading over
+    once, so what is counted is how often the serving thread changes, not how the requests
+    split between threads."""
     ops = Threads()
-    mount_ops(ops, config=NOCACHE)
+    mount_ops(ops, config=NOCACHE, sticky=True)
     for _ in range(500):
         os.stat(os.path.join(mnt, "f"))
     order = ops.getattr_order
@@ -88,19 +90,26 @@ def test_quick_requests_stay_on_one_thread(mount_ops: Any, mnt: str) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_blocked_handlers_get_more_workers(mount_ops: Any, mnt: str) -> None:
+@pytest.mark.parametrize("sticky", [False, True], ids=["libfuse", "sticky"])
+def test_blocked_handlers_get_more_workers(mount_ops: Any, mnt: str, sticky: bool) -> None:
     """Five reads that each wait for all five: they can only finish if five workers serve at
     once, so the loop must add readers while handlers block."""
     ops = Threads(gate=threading.Barrier(5))
-    mount_ops(ops, max_threads=5)
+    mount_ops(ops, max_threads=5, sticky=sticky)
     assert _read_in_threads(mnt, 5) == [b"x"] * 5
     assert len(ops.read_threads) == 5
 
 
 @pytest.mark.timeout(60)
-def test_max_threads_bounds_workers(mount_ops: Any, mnt: str) -> None:
+@pytest.mark.parametrize("sticky", [False, True], ids=["libfuse", "sticky"])
+def test_max_threads_bounds_workers(mount_ops: Any, mnt: str, sticky: bool) -> None:
     ops = Threads(delay=0.1)
-    mount_ops(ops, max_threads=2)
+    mount_ops(ops, max_threads=2, sticky=sticky)
     assert _read_in_threads(mnt, 6) == [b"x"] * 6
     assert len(ops.read_threads) == 2
     assert len(ops.getattr_threads.keys() | ops.read_threads) <= 2
+
+
+def test_sticky_and_clone_fd_refused_together(mnt: str) -> None:
+    with pytest.raises(ValueError, match="sticky=True.*clone_fd=True"):
+        pyfuse.Session(Threads(), mnt, sticky=True, clone_fd=True)

@@ -79,8 +79,11 @@ class BaseSession:
                  default_permissions: bool = False, fsname: Optional[str] = None,
                  subtype: Optional[str] = None, options: Optional[Mapping[str, Any]] = None,
                  config: Optional[Config] = None, max_threads: int = 0, clone_fd: bool = False,
-                 signals: Optional[bool] = None, stack: bool = False,
+                 sticky: bool = False, signals: Optional[bool] = None, stack: bool = False,
                  stats: bool = False) -> None:
+        if sticky and clone_fd:
+            raise ValueError("sticky=True is pyfuse's own loop and clone_fd=True libfuse's: "
+                             "choose one")
         self.ops = ops
         self.mountpoint = os.path.abspath(mountpoint)
         options, self.config = _split_options(options, config or Config())
@@ -90,6 +93,7 @@ class BaseSession:
         self._threads = threads
         self._max_threads = max_threads
         self._clone_fd = clone_fd
+        self._sticky = sticky
         self._signals = signals
         self._stack = stack
         self._fatal: Optional[BaseException] = None
@@ -223,7 +227,7 @@ class BaseSession:
             signals = threading.current_thread() is threading.main_thread()
         try:
             rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
-                                 signals)
+                                 self._sticky, signals)
         finally:
             self._teardown()
         if self._fatal is not None:

@@ -196,7 +196,7 @@ def _copy(buf: Any, size: int) -> bytes:
 def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any) -> None:
     """Mount ``ops`` at ``mountpoint`` and serve until it is unmounted (or, from the main
     thread, SIGINT/SIGTERM/SIGHUP arrives); then unmount and return. The keyword arguments
-    are :func:`pyfuse.run`'s (``threads``, ``debug``, ``ro``, ``allow_other``,
+    are :func:`pyfuse.run`'s (``threads``, ``sticky``, ``debug``, ``ro``, ``allow_other``,
     ``default_permissions``, ``fsname``, ``subtype``, ``options``, ``config``,
     ``max_threads``, ``clone_fd``, ``signals``, ``stack``, ``stats``), and ``foreground=False``
     daemonizes as it does. ``Config``'s timeouts are the defaults of each Entry's."""
