@@ -8,8 +8,8 @@ nothing": the wall time can never fall below the client's share.
 
 Implementations are bench/__main__.py's IMPLS plus ``pyfuse-ll-prepared`` (bench/tree_ll.py
 --prepared: /big's listing built once, so the daemon runs no filesystem code for it),
-``pyfuse-single`` and ``cref-single`` (the single-threaded loops, with --flags too) and
-``pyfuse-clonefd`` (bench/tree.py on libfuse's multi-threaded loop). Daemons
+``pyfuse-single`` and ``cref-single`` (the single-threaded loops, with --flags too),
+``pyfuse-clonefd`` (a /dev/fuse clone per worker) and ``pyfuse-sticky`` (pyfuse's own loop). Daemons
 run with their default flags (W2, W3 and walk are measured that way in the tree suite), plus
 ``--flags`` (``--nocache`` and the default loop: the tree suite's W1mt and W5mt). The
 daemon's CPU is the sum over its threads of /proc/PID/task/*/schedstat (nanoseconds on a CPU),
@@ -40,8 +40,9 @@ EXTRA = {"pyfuse-ll-prepared": [PY, os.path.join(HERE, "tree_ll.py"), "--prepare
          # the same daemons on the single-threaded loop, beside the default one
          "pyfuse-single": [PY, os.path.join(HERE, "tree.py"), "--single"],
          "cref-single": [IMPLS["cref"][0], "--single"],
-         # pyfuse on libfuse's multi-threaded loop (clone_fd=True) instead of its own
-         "pyfuse-clonefd": [PY, os.path.join(HERE, "tree.py"), "--clone-fd"]}
+         # pyfuse with a /dev/fuse clone per worker, and on its own loop (sticky=True)
+         "pyfuse-clonefd": [PY, os.path.join(HERE, "tree.py"), "--clone-fd"],
+         "pyfuse-sticky": [PY, os.path.join(HERE, "tree.py"), "--sticky"]}
 
 
 def _threads(pid: int) -> list[str]:

@@ -1,10 +1,12 @@
 """The synthetic benchmark tree (bench/model.py) served by pyfuse, with the logic of bench/cref.c.
 
-    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats] [--clone-fd]
+    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
+        [--clone-fd] [--sticky]
 
 readdir hands out attributes with the names (readdirplus), like the C reference. --prepared:
 /big's listing is built once, so that W3 shows the binding's own per-entry cost. --clone-fd:
-libfuse's multi-threaded loop (a /dev/fuse descriptor per worker) instead of pyfuse's.
+a /dev/fuse descriptor per worker on libfuse's multi-threaded loop (the default loop).
+--sticky: pyfuse's own multi-threaded loop (sticky=True).
 """
 from __future__ import annotations
 
@@ -63,12 +65,14 @@ def main() -> None:
     p.add_argument("--nocache", action="store_true")
     p.add_argument("--prepared", action="store_true")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
-    p.add_argument("--clone-fd", action="store_true", help="libfuse's loop (clone_fd=True)")
+    p.add_argument("--clone-fd", action="store_true", help="clone_fd=True")
+    p.add_argument("--sticky", action="store_true", help="pyfuse's own loop (sticky=True)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
     pyfuse.run(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
-               fsname="pyfuse-tree", stats=a.stats, clone_fd=a.clone_fd)
+               fsname="pyfuse-tree", stats=a.stats, clone_fd=a.clone_fd,
+               sticky=a.sticky)
 
 
 if __name__ == "__main__":
