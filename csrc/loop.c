@@ -1,4 +1,6 @@
-/* pyfuse's multi-threaded loop: one worker serves requests while they finish quickly, others
+/* pyfuse's own multi-threaded loop (sticky=True; the default is libfuse's fuse_loop_mt, which
+ * measured faster on this project's second VM host, and slower on its first: see "The default
+ * loop" in docs/performance.md): one worker serves requests while they finish quickly, others
  * step in when one does not.
  *
  * libfuse's fuse_loop_mt keeps every idle worker blocked in read(/dev/fuse); the kernel wakes

@@ -131,8 +131,8 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
                         struct fuse_file_info *fi);
 
-/* loop.c: the default (multi-threaded) loop; 0 or -errno. max_threads 0: libfuse's default.
- * f: the path API's instance (its cleanup thread runs meanwhile), or NULL. */
+/* loop.c: pyfuse's own multi-threaded loop (sticky=True); 0 or -errno. max_threads 0:
+ * libfuse's default. f: the path API's instance (its cleanup thread runs meanwhile), or NULL. */
 int pyfuse_loop_workers(struct fuse_session *se, struct fuse *f, unsigned max_threads);
 
 /* lowlevel.c / ll_reply.c: the inode API. The session serving a request; the request this
