@@ -250,22 +250,30 @@ def test_interrupt_cancels_an_async_read(mount_ops: Any, mnt: str) -> None:
     assert sorted(os.listdir(mnt)) == ["file0", "file1"]  # still serving
 
 
-class SlowSync(ll.Operations):
-    """A synchronous read that polls pyfuse.context().interrupted."""
+class OneFile(ll.Operations):
+    """The root (inode 1) and one regular file, ``NAME`` (inode 2, ``SIZE`` bytes)."""
 
-    def __init__(self) -> None:
-        self.seen_interrupt = threading.Event()
-        self.groups: tuple[int, ...] = ()
+    NAME, SIZE = "file", 0
 
     def lookup(self, parent: int, name: str) -> Attr:
-        if name != "slow":
+        if name != self.NAME:
             raise FuseError(errno.ENOENT)
-        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=4096)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=self.SIZE)
 
     def getattr(self, ino: int, fh: Optional[int]) -> Attr:
         if ino == 1:
             return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
-        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=4096)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=self.SIZE)
+
+
+class SlowSync(OneFile):
+    """A synchronous read that polls pyfuse.context().interrupted."""
+
+    NAME, SIZE = "slow", 4096
+
+    def __init__(self) -> None:
+        self.seen_interrupt = threading.Event()
+        self.groups: tuple[int, ...] = ()
 
     def open(self, ino: int, flags: int) -> FileInfo:
         self.groups = pyfuse.context().groups
@@ -451,23 +459,15 @@ def test_readdir_template_with_inode_numbers(mount_ops: Any, mnt: str) -> None:
     assert wait_for(lambda: s.lookups_held() == (0, 0))
 
 
-class Pollable(ll.Operations):
+class Pollable(OneFile):
     """A file that becomes readable when the test says so, and answers an ioctl."""
+
+    NAME = "p"
 
     def __init__(self) -> None:
         self.ready = False
         self.handle: Optional[pyfuse.PollHandle] = None
         self.got_handle = threading.Event()
-
-    def lookup(self, parent: int, name: str) -> Attr:
-        if name != "p":
-            raise FuseError(errno.ENOENT)
-        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=0)
-
-    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
-        if ino == 1:
-            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
-        return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=0)
 
     def open(self, ino: int, flags: int) -> FileInfo:
         return FileInfo(fh=43, direct_io=True)

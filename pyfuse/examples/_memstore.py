@@ -36,6 +36,17 @@ def err(code: int) -> FuseError:
     return FuseError(code)
 
 
+def _check_new_name(parent: Inode, name: str) -> None:
+    """Raise what tmpfs answers for a new ``name`` in ``parent`` that cannot be made: ENOTDIR,
+    ENAMETOOLONG or EEXIST."""
+    if not parent.is_dir:
+        raise err(errno.ENOTDIR)
+    if len(os.fsencode(name)) > 255:
+        raise err(errno.ENAMETOOLONG)
+    if name in parent.children:
+        raise err(errno.EEXIST)
+
+
 class Inode:
     """A file, directory, symlink or special node: attributes plus what the type needs."""
 
@@ -110,12 +121,7 @@ class Store:
     def add(self, parent: Inode, name: str, mode: int, rdev: int = 0) -> Inode:
         """A new node ``name`` in ``parent``, owned by the caller (setgid directories pass
         their group on)."""
-        if not parent.is_dir:
-            raise err(errno.ENOTDIR)
-        if len(os.fsencode(name)) > 255:
-            raise err(errno.ENAMETOOLONG)
-        if name in parent.children:
-            raise err(errno.EEXIST)
+        _check_new_name(parent, name)
         ctx = pyfuse.context()
         gid = ctx.gid
         if parent.attr.mode & stat.S_ISGID:
@@ -140,12 +146,7 @@ class Store:
     def link(self, node: Inode, parent: Inode, name: str) -> None:
         if node.is_dir:
             raise err(errno.EPERM)
-        if not parent.is_dir:
-            raise err(errno.ENOTDIR)
-        if len(os.fsencode(name)) > 255:
-            raise err(errno.ENAMETOOLONG)
-        if name in parent.children:
-            raise err(errno.EEXIST)
+        _check_new_name(parent, name)
         parent.children[name] = node
         node.attr.nlink += 1
         node.touch(m=False)
