@@ -155,6 +155,11 @@ uint64_t pyfuse_ll_lookups_held(pyfuse_session *s, uint64_t *inodes)
     return total;
 }
 
+uint64_t pyfuse_ll_forget_requests(pyfuse_session *s)
+{
+    return __atomic_load_n(&s->lookups.forget_requests, __ATOMIC_RELAXED);
+}
+
 uint64_t pyfuse_ll_req_lookups(void *req, uint64_t ino)
 {
     if (req == NULL)

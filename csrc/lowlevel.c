@@ -79,6 +79,7 @@ static void forget_all(fuse_req_t req, struct fuse_forget_data *f, size_t count)
 {
     struct pyfuse_session *s = pyfuse_ll_of(req);
 
+    __atomic_fetch_add(&s->lookups.forget_requests, 1, __ATOMIC_RELAXED);
     for (size_t i = 0; i < count; i++) {
         uint64_t held;
 

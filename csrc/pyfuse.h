@@ -36,6 +36,7 @@ struct pyfuse_lookups {
     pthread_mutex_t lock;
     struct pyfuse_lookup_slot { uint64_t ino, n; } *slots; /* ino 0: free */
     size_t cap, used;
+    uint64_t forget_requests; /* FORGET and BATCH_FORGET requests (atomic, not under lock) */
 };
 
 struct pyfuse_session {

@@ -241,6 +241,7 @@ uint64_t pyfuse_ll_lookups(pyfuse_session *s, uint64_t ino);
 uint64_t pyfuse_ll_req_lookups(void *req, uint64_t ino);
 /* All lookups the kernel holds, and (*inodes) of how many inodes. */
 uint64_t pyfuse_ll_lookups_held(pyfuse_session *s, uint64_t *inodes);
+uint64_t pyfuse_ll_forget_requests(pyfuse_session *s);
 /* Ask for pyfuse_ll_cb_interrupt(key) when the kernel interrupts req (at once if it has). */
 void pyfuse_ll_watch(void *req, uint64_t key);
 

@@ -172,7 +172,6 @@ def pyfuse_ll_cb_releasedir(h, req, ino, d):
 @extern
 def pyfuse_ll_cb_forget(h, req, forgets, count):
     s = _from_handle(h)
-    s.forget_requests += 1
     fn = s._op_forget
     for i in range(count):
         f = forgets[i]

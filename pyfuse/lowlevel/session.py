@@ -55,8 +55,6 @@ class Session(BaseSession):
         self._bridge = Bridge(self)
         self._listings = Listings(self._fail, _same)
         self._listings.defer = self._defer_listing
-        #: FORGET/BATCH_FORGET requests that reached Python (a batch is one call).
-        self.forget_requests = 0
         names = implemented(ops)
         self._opmask = 0
         for name, bit in OPS.items():
@@ -86,6 +84,14 @@ class Session(BaseSession):
         n = ffi.new("uint64_t *")
         total = lib.pyfuse_ll_lookups_held(self._c, n)
         return int(n[0]), int(total)
+
+    @property
+    def forget_requests(self) -> int:
+        """How many FORGET and BATCH_FORGET requests the kernel sent (a batch is one request,
+        and one call of :meth:`Operations.forget` per inode in it), counted in C."""
+        if self._c == ffi.NULL:
+            return 0
+        return int(lib.pyfuse_ll_forget_requests(self._c))
 
     @property
     def event_loop(self) -> asyncio.AbstractEventLoop:
