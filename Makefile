@@ -58,7 +58,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 test-sanitize: deps
 	@test -x $(SAN_VENV)/bin/python || $(PYTHON) -m venv $(SAN_VENV)
 	$(SAN_VENV)/bin/python -m pip install -q --upgrade pytest pytest-timeout hypothesis cffi \
-	  "setuptools>=77" wheel fusepy==3.0.1 "mfusepy>=3.1"  # the test extra, and the build's
+	  "setuptools>=77" wheel fusepy==3.0.1 "mfusepy>=3.1" "trio>=0.22"  # the test extra, and the build's
 	rm -rf build/temp.* build/lib.*  # setuptools reuses these whatever the flags: rebuild
 	PYFUSE_CFLAGS="$(SAN_FLAGS)" PYFUSE_LDFLAGS="-fsanitize=address,undefined" \
 	  $(SAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall .

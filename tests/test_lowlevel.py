@@ -76,6 +76,9 @@ def test_lookup_counts_go_back_to_zero(mount_ops: Any, mnt: str) -> None:
     assert wait_for(lambda: s.lookups_held() == (0, 0)), s.lookups_held()
     # a listing with attributes: the readdirplus entries are the kernel's lookups, counted in C
     ops.lookup_calls = 0
+    # taken before the listing: whatever evicts the inodes after it (this test's drop_caches,
+    # or the kernel's own reclaim) forgets them after this point
+    forgotten, requests = ops.forgotten, s.forget_requests
     out = subprocess.run([sys.executable, "-c", "import os,sys\n"
                           "for e in os.scandir(sys.argv[1]): os.lstat(e.path)", d],
                          capture_output=True, text=True, timeout=30)
@@ -87,7 +90,6 @@ def test_lookup_counts_go_back_to_zero(mount_ops: Any, mnt: str) -> None:
     assert s.lookups(hard.st_ino) >= 2 and hard.st_nlink == 2
     # the kernel forgets them all; the filesystem gets every lookup back, none twice (an
     # over-forget would log an error, which fails this test)
-    forgotten, requests = ops.forgotten, s.forget_requests
     drop_caches()
     # the shim lowers its counts before the batch's one Python call, so wait for both
     assert wait_for(lambda: s.lookups_held() == (0, 0) and ops.forgotten - forgotten >= held), \
@@ -553,9 +555,8 @@ def test_stats(mount_ops: Any, mnt: str) -> None:
     with os.scandir(d) as it:
         assert sorted(e.name for e in it) == sorted(f"f{i}" for i in range(20))
     os.statvfs(mnt)
-    forgets = s.forget_requests
-    drop_caches()
-    assert wait_for(lambda: s.lookups_held() == (0, 0) and s.forget_requests > forgets)
+    drop_caches()  # (the kernel may have forgotten some already: any forget makes the row)
+    assert wait_for(lambda: s.lookups_held() == (0, 0) and s.forget_requests > 0)
     st = s.stats()
     lk = st["lookup"]
     assert lk["count"] >= 23 and lk["errors"] >= 3, lk

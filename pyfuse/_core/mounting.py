@@ -172,6 +172,9 @@ class BaseSession:
     def _ended(self) -> None:
         """The loop has ended and the mount is gone; the C session is still allocated."""
 
+    def _freed(self) -> None:
+        """The C session has been freed (libfuse's destroy has run)."""
+
     # -- used by the callbacks -------------------------------------------------------------
     def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
         """The negative errno a callback returns for an exception a handler raised (the policy
@@ -256,6 +259,7 @@ class BaseSession:
             with self._c_lock:
                 lib.pyfuse_destroy(self._c)
                 self._c = ffi.NULL
+            self._freed()
 
     def stop(self) -> None:
         """End the loop by unmounting this session's own mount (safe from any thread; a no-op

@@ -64,11 +64,17 @@ class DirStream:
     list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
     """
 
-    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert")
+    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert", "ait",
+                 "skip", "spawn")
 
     def __init__(self, it: Any, buf: Any = ()) -> None:
         self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
         self.it = it
+        #: an async iterator's listing (an ``async def readdir`` generator): fetched a batch
+        #: at a time into ``buf`` on the event loop; ``skip``: entries to pass over first
+        self.ait: Any = None
+        self.skip = 0
+        self.spawn: Optional[Callable[[Any, str], None]] = None
         self.buf = buf
         self.idx = 0
         self.left: Optional[_Batch] = None
@@ -78,6 +84,12 @@ class DirStream:
         self.error = 0         # errno raised after some entries, reported on the next request
 
     def close(self) -> None:
+        ait, self.ait = self.ait, None
+        if ait is not None and hasattr(ait, "aclose"):
+            if self.spawn is not None:
+                self.spawn(ait.aclose(), "closing a readdir iterator")  # its finally: runs
+            else:
+                _aclose_now(ait)
         close = getattr(self.it, "close", None)
         self.it = None
         self.buf = ()
@@ -87,6 +99,14 @@ class DirStream:
                 close()  # runs a generator's finally: blocks
             except Exception:
                 log.exception("closing a readdir iterator raised")
+
+
+def _aclose_now(ait: Any) -> None:
+    """Close an async generator that never started (no event loop needed)."""
+    try:
+        ait.aclose().close()
+    except Exception:
+        pass
 
 
 class _Batch:
@@ -286,7 +306,7 @@ class Listings:
     inode number); it runs only when a listing starts.
     """
 
-    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer", "defer")
+    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer", "defer", "spawn")
 
     def __init__(self, fail: Callable[[BaseException, str, Any], int],
                  decode: Callable[[Any], Any]) -> None:
@@ -305,6 +325,9 @@ class Listings:
         #: ``resume(iterable)`` (which serves the request with that listing and returns what
         #: :meth:`serve` returns), and returns :data:`PENDING` meanwhile.
         self.defer: Optional[Callable[..., int]] = None
+        #: With ``defer``: ``spawn(coro, what)`` runs a coroutine on the event loop without a
+        #: request (closing an async iterator's listing).
+        self.spawn: Optional[Callable[[Any, str], None]] = None
 
     def release(self, d: Any) -> None:
         """The directory of ``d`` (struct pyfuse_dir) is closed: close its stream, if any."""
@@ -321,22 +344,18 @@ class Listings:
     def serve(self, readdir: Callable[..., Any], arg: Any, off: int, d: Any, fill: Any,
               plus: int) -> int:
         """Answer one READDIR (``plus`` 0) or READDIRPLUS request at ``off`` of the open
-        directory ``d`` (struct pyfuse_dir) through ``fill``; 0 or a negative errno.
-        ``readdir(decode(arg), offset, fh, plus)`` is the filesystem's, called when a listing
-        starts (or restarts after a seek)."""
+        directory ``d`` (struct pyfuse_dir) through ``fill``; 0, a negative errno, or
+        :data:`PENDING` (answered later, see ``defer``). ``readdir(decode(arg), offset, fh,
+        plus)`` is the filesystem's, called when a listing starts (or restarts after a
+        seek)."""
         self.requests += 1
-        streams = self._streams
-        st = streams.pop(d.key, None) if d.key else None
+        st = self._streams.pop(d.key, None) if d.key else None
         d.key = 0
         if st is not None and st.next_off != off:
             st.close()  # a seek (rewinddir/seekdir): start over
             st = None
-        if st is not None and st.error and st.left is None:
-            st.close()  # everything before the error has been handed out: now report it
-            return -st.error
-        sent = 0
-        try:
-            if st is None:
+        if st is None:
+            try:
                 positional = d.mode != _OFFSETS
                 r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
                 if r.__class__ is _Coro:
@@ -346,19 +365,49 @@ class Listings:
                                         "handlers are not async")
                     return self.defer(r, arg, lambda items: self.serve(
                         lambda *_: items, arg, off, d, fill, plus), fill)
-                convert = None
-                if type(r) is Converted:
-                    r, convert = r
-                # A list or tuple is served by slicing it: no iterator to step through
-                st = DirStream(None, r) if type(r) is list or type(r) is tuple \
-                    else DirStream(iter(r))
-                st.convert = convert
-                if off and positional:  # resume a positional listing after a restart
-                    if st.it is None:
-                        st.idx = skipped = min(off, len(r))
-                    else:
-                        skipped = sum(1 for _ in islice(st.it, off))
-                    st.pos = st.next_off = skipped
+                st = self._stream(r, positional and off)
+            except BaseException as e:
+                return self._fail(e, "readdir", arg)
+        return self._continue(st, arg, off, d, fill, plus)
+
+    def _stream(self, r: Any, skip: int) -> DirStream:
+        """The stream of a listing that starts: ``r`` is what readdir returned; ``skip``
+        entries of a positional listing restarted at that offset are passed over."""
+        convert = None
+        if type(r) is Converted:
+            r, convert = r
+        if type(r) is list or type(r) is tuple:  # served by slicing: no iterator to step
+            st = DirStream(None, r)
+        elif hasattr(r, "__anext__") or hasattr(r, "__aiter__"):
+            if self.defer is None:
+                _aclose_now(r)
+                raise BadReturn("readdir returned an async iterator: the path API's handlers "
+                                "are not async")
+            st = DirStream(None)
+            st.ait = r.__aiter__()
+            st.spawn = self.spawn
+            st.skip = skip
+            return st
+        else:
+            st = DirStream(iter(r))
+        st.convert = convert
+        if skip:  # resume a positional listing after a restart
+            if st.it is None:
+                st.idx = skipped = min(skip, len(r))
+            else:
+                skipped = sum(1 for _ in islice(st.it, skip))
+            st.pos = st.next_off = skipped
+        return st
+
+    def _continue(self, st: DirStream, arg: Any, off: int, d: Any, fill: Any,
+                  plus: int) -> int:
+        """Fill the request from the stream ``st``: what is left packed from the last
+        request, then new batches, until the kernel buffer is full or the listing ends."""
+        if st.error and st.left is None and st.idx >= len(st.buf):
+            st.close()  # everything before the error has been handed out: now report it
+            return -st.error
+        sent = 0
+        try:
             while True:
                 b, st.left = st.left, None
                 err = None
@@ -370,6 +419,10 @@ class Listings:
                     size = (min(READDIR_BATCH, room) or 1) if room >= 0 and st.cap \
                         else READDIR_BATCH
                     if st.it is None:
+                        if st.ait is not None and st.idx >= len(st.buf):
+                            if sent:
+                                break  # this reply goes out; the next request fetches more
+                            return self._fetch(st, size, arg, off, d, fill, plus)
                         batch = st.buf[st.idx:st.idx + size]
                         st.idx += len(batch)
                     else:
@@ -409,9 +462,49 @@ class Listings:
                     st.close()
                     return 0
         except BaseException as e:
-            if st is not None:
-                st.close()
+            st.close()
             return self._fail(e, "readdir", arg)
         d.key = next(self._keys)
-        streams[d.key] = st
+        self._streams[d.key] = st
         return 0
+
+    def _fetch(self, st: DirStream, size: int, arg: Any, off: int, d: Any, fill: Any,
+               plus: int) -> int:
+        """The next batch of an async iterator's listing: awaited on the event loop (an
+        iterator may yield a list of entries, taken as a batch of them), then the request
+        is filled from it (:meth:`_continue`)."""
+        ait = st.ait
+
+        async def pull() -> list[Any]:
+            batch: list[Any] = []
+            try:
+                while st.skip > 0:  # a positional listing restarted at an offset
+                    item = await ait.__anext__()
+                    st.skip -= len(item) if type(item) is list else 1
+                    st.pos += len(item) if type(item) is list else 1
+                while len(batch) < size:
+                    item = await ait.__anext__()
+                    if type(item) is list:
+                        batch.extend(item)
+                    else:
+                        batch.append(item)
+            except StopAsyncIteration:
+                st.ait = None
+            except Exception as e:
+                st.ait = None
+                if not batch:
+                    st.close()
+                    raise
+                st.error = -self._fail(e, "readdir", arg)
+            except BaseException:
+                st.close()  # cancelled (an interrupt): the listing starts over next time
+                raise
+            return batch
+
+        def resume(batch: list[Any]) -> int:
+            st.buf, st.idx = batch, 0
+            st.next_off = off
+            return self._continue(st, arg, off, d, fill, plus)
+
+        assert self.defer is not None
+        return self.defer(pull(), arg, resume, fill)

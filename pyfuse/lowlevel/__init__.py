@@ -14,6 +14,7 @@ told what changed.
 See docs/lowlevel.md, and :mod:`pyfuse.examples.memory_ll` and :mod:`pyfuse.examples.latency`.
 """
 from ..types import Attr, Config, Context, DirEntry, FdRange, FileInfo, Lock, StatVFS
+from ._serve import serve, serving
 from .operations import (
     ROOT_INO,
     SET_ATIME,
@@ -28,6 +29,7 @@ from .operations import (
 )
 from .session import Session, lookups, mount, run
 
-__all__ = ["Operations", "Entry", "Session", "run", "mount", "lookups", "ROOT_INO", "SET_MODE",
-           "SET_UID", "SET_GID", "SET_SIZE", "SET_ATIME", "SET_MTIME", "SET_CTIME", "Attr",
-           "Config", "Context", "DirEntry", "FdRange", "FileInfo", "Lock", "StatVFS"]
+__all__ = ["Operations", "Entry", "Session", "run", "mount", "serve", "serving", "lookups",
+           "ROOT_INO", "SET_MODE", "SET_UID", "SET_GID", "SET_SIZE", "SET_ATIME", "SET_MTIME",
+           "SET_CTIME", "Attr", "Config", "Context", "DirEntry", "FdRange", "FileInfo", "Lock",
+           "StatVFS"]

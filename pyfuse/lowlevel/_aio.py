@@ -1,49 +1,67 @@
-"""Replies that wait: the asyncio event loop on which the inode API's ``async def`` handlers
-run, one thread for all of them.
+"""Replies that wait: the requests of the inode API whose ``async def`` handlers run on an
+event loop, and the one object that owns each one's reply.
 
 A request whose handler returned a coroutine is handed over (:meth:`Bridge.submit`) by the
-loop thread that received it, which then goes back to reading requests; the coroutine runs as
-a task on the event loop, and its reply is sent from there when it finishes. The shim is asked
+loop thread that received it, which then goes back to reading requests. From then on a
+:class:`Request` owns its reply: :meth:`Request.answer` is the only way a reply goes out, and
+it sends one at most, whoever calls it first (the task when the coroutine ends, the task's
+done-callback when it ended without answering, e.g. cancelled before its first step, the
+interrupt of a request that never started, or the session's end, which answers everything
+still pending with EINTR before libfuse's session is freed). Nothing else replies, so no
+path can drop a request and none can answer twice.
+
+The event loop is one of (:mod:`._loops`): pyfuse's own asyncio loop in a thread of its own
+(started with the first coroutine; ``ll.run``/``ll.mount``), or the caller's running loop,
+asyncio or trio (``await ll.serve(...)``/``async with ll.serving(...)``). The shim is asked
 to report the request's INTERRUPT (``pyfuse_ll_watch``): the task is then cancelled and the
-caller gets EINTR. The event loop starts with the first coroutine (or with ``Session.loop``)
-and ends with the session, after every pending request has been answered.
+caller gets EINTR.
 """
 from __future__ import annotations
 
-import asyncio
 import collections
 import errno
 import itertools
 import logging
 import threading
+import time
 import types
 from typing import Any, Callable, Coroutine, Optional
 
 from .._core.context import CURRENT, request_context
 from .._pyfuse_c import lib
 from ..types import Context
+from ._loops import AsyncioLoop, EventLoop
 from ._replies import Refused
 
-__all__ = ["Bridge"]
+__all__ = ["Bridge", "Request"]
 
 log = logging.getLogger("pyfuse")
 _Coro = types.CoroutineType
+_EINTR = errno.EINTR
+_now = time.perf_counter_ns
 
 
-class _Pending:
-    """One request whose coroutine is running: what the task needs to reply, and what
+class Request:
+    """One request whose reply waits on a coroutine: the only sender of its reply, and what
     ``pyfuse.context()`` answers inside it."""
 
-    __slots__ = ("key", "req", "coro", "on_result", "on_error", "op", "where", "task",
-                 "interrupted", "_ctx")
+    __slots__ = ("bridge", "key", "req", "coro", "on_result", "on_error", "op", "where",
+                 "task", "scope", "interrupted", "answered", "started", "_ctx", "t_arrived",
+                 "t_started")
 
-    def __init__(self, key: int, req: Any, coro: Any, on_result: Callable[[Any], None],
-                 on_error: Callable[[int], None], op: str, where: Any) -> None:
-        self.key, self.req, self.coro = key, req, coro
+    def __init__(self, bridge: Bridge, key: int, req: Any, coro: Any,
+                 on_result: Callable[[Any], None], on_error: Callable[[int], None], op: str,
+                 where: Any) -> None:
+        self.bridge, self.key, self.req, self.coro = bridge, key, req, coro
         self.on_result, self.on_error, self.op, self.where = on_result, on_error, op, where
-        self.task: Optional[asyncio.Task[None]] = None
+        self.task: Any = None       # the asyncio task running it
+        self.scope: Any = None      # or trio's cancel scope around it
         self.interrupted = False
+        self.answered = False
+        self.started = False
         self._ctx: Optional[Context] = None
+        self.t_arrived = _now()
+        self.t_started = 0
 
     @property
     def ctx(self) -> Context:
@@ -51,123 +69,191 @@ class _Pending:
             self._ctx = request_context(self.req)
         return self._ctx
 
+    def answer(self, result: Any = None, exc: Optional[BaseException] = None,
+               err: int = 0) -> bool:
+        """Send this request's one reply: ``err`` (an errno) if given, else the errno of the
+        policy for ``exc`` if given, else ``result`` converted (a conversion error becomes the
+        errno of the policy). Returns False, sending nothing, if it was answered already."""
+        b = self.bridge
+        with b._lock:
+            if self.answered:
+                return False
+            self.answered = True
+            b._answering += 1
+        try:
+            b._pending.pop(self.key, None)
+            if not self.started and self.coro is not None:
+                self.coro.close()  # never ran: no "coroutine was never awaited" warning
+            s = b._session
+            if not err and exc is None:
+                try:
+                    self.on_result(result)
+                except Refused as e:
+                    s._refused(e, self.op, self.where)
+                except BaseException as e:
+                    exc = e
+                else:
+                    b._record(self, 0)
+                    return True
+            if not err:
+                assert exc is not None
+                err = -s._fail(exc, self.op, self.where)
+            b._record(self, err)
+            self.on_error(err)
+            return True
+        finally:
+            with b._lock:
+                b._answering -= 1
+                if b._answering == 0:
+                    b._idle.notify_all()
+
+    async def run(self) -> None:
+        """The coroutine of the task that serves this request (on the event loop)."""
+        CURRENT.set(self)
+        self.started = True
+        self.t_started = _now()
+        try:
+            r = await self.coro
+        except BaseException as e:
+            impl = self.bridge.loop_impl
+            assert impl is not None  # a task runs on it
+            if impl.is_cancel(e):
+                self.answer(err=_EINTR)
+                if impl.must_reraise(e):
+                    raise
+                return
+            self.answer(exc=e)
+            return
+        self.answer(r)
+
+    def done(self, _task: Any = None) -> None:
+        """The task ended (its done-callback): answer EINTR if it never did (a task cancelled
+        before its first step never runs :meth:`run`'s body)."""
+        if not self.answered:
+            self.answer(err=_EINTR)
+
 
 class Bridge:
-    """The event loop of one session (see the module docstring)."""
+    """The async requests of one session and the event loop they run on (see the module
+    docstring)."""
 
     def __init__(self, session: Any) -> None:
         self._session = session
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
+        self.loop_impl: Optional[EventLoop] = None
         self._lock = threading.Lock()
-        self._pending: dict[int, _Pending] = {}
+        self._idle = threading.Condition(self._lock)
+        self._answering = 0
+        self._pending: dict[int, Request] = {}
         self._keys = itertools.count(1)
         self._closed = False
         # requests handed over but not yet started: the event loop is woken once for a burst
-        # of them (one write to its self-pipe), not once for each
-        self._arrived: collections.deque[_Pending] = collections.deque()
+        # of them (one wake-up), not once for each
+        self._arrived: collections.deque[Request] = collections.deque()
         self._woken = False
-        #: threading.get_ident() of the event loop's thread, once started.
-        self.thread_id: Optional[int] = None
+        #: Called with (request, errno) when an async request is answered (statistics).
+        self.recorder: Optional[Callable[[Request, int], None]] = None
+
+    # -- the event loop --------------------------------------------------------------------
+    def attach(self, impl: EventLoop) -> None:
+        """Serve on the caller's event loop (before mounting)."""
+        with self._lock:
+            if self.loop_impl is not None:
+                raise RuntimeError("this session already has an event loop")
+            self.loop_impl = impl
 
     @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop (started on first use)."""
-        loop = self._loop
-        if loop is None or self._closed:
+    def thread_id(self) -> Optional[int]:
+        """threading.get_ident() of the event loop's thread, once there is one."""
+        impl = self.loop_impl
+        return None if impl is None else impl.thread_id
+
+    def _impl(self, ended_ok: bool = False) -> EventLoop:
+        """The event loop (pyfuse's own is started here on first use). Raises RuntimeError
+        once the session has ended, unless ``ended_ok`` (destroy runs after the end)."""
+        impl = self.loop_impl
+        if impl is None or self._closed:
             with self._lock:
-                if self._closed:
+                if self._closed and not (ended_ok and self.loop_impl is not None):
                     raise RuntimeError(f"the session of {self._session.mountpoint} has ended")
-                if self._loop is None:
-                    self._start()
-                loop = self._loop
-        assert loop is not None
-        return loop
+                if self.loop_impl is None:
+                    self.loop_impl = AsyncioLoop.own()
+                impl = self.loop_impl
+        return impl
 
-    def _start(self) -> None:
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            self.thread_id = threading.get_ident()
-            loop.call_soon(ready.set)
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="pyfuse-async", daemon=True)
-        self._thread.start()
-        ready.wait()
-        self._loop = loop
+    @property
+    def loop(self) -> Any:
+        """The asyncio event loop (pyfuse's own, started on first use, or the caller's)."""
+        return self._impl().asyncio_loop()
 
     # -- requests --------------------------------------------------------------------------
     def submit(self, coro: Any, req: Any, on_result: Callable[[Any], None],
                on_error: Callable[[int], None], op: str, where: Any) -> int:
         """Run ``coro`` for request ``req``: ``on_result(value)`` replies, ``on_error(errno)``
-        answers an error. Returns 0 (the request is pending)."""
+        answers an error. Returns 0 (the request is pending: its Request answers it)."""
+        p = Request(self, next(self._keys), req, coro, on_result, on_error, op, where)
         try:
-            loop = self.loop
+            impl = self._impl()
         except RuntimeError:
-            coro.close()
-            on_error(errno.EINTR)
+            p.answer(err=_EINTR)
             return 0
-        p = _Pending(next(self._keys), req, coro, on_result, on_error, op, where)
         self._pending[p.key] = p
         lib.pyfuse_ll_watch(req, p.key)  # an INTERRUPT already received is reported at once
         self._arrived.append(p)
         if not self._woken:
             self._woken = True
-            loop.call_soon_threadsafe(self._begin)
+            if not impl.call_soon(self._begin):
+                self._woken = False
+                self._drain(_EINTR)  # the loop is gone: nothing will start them
         return 0
 
     def _begin(self) -> None:
-        """Start the tasks of the requests handed over since the last wake-up."""
+        """Start the tasks of the requests handed over since the last wake-up (on the event
+        loop)."""
         self._woken = False  # before draining: a request appended from now on wakes again
-        arrived, create = self._arrived, self.loop.create_task
+        arrived, impl = self._arrived, self.loop_impl
+        assert impl is not None
         while arrived:
             p = arrived.popleft()
-            p.task = create(self._run(p))
+            if p.answered:
+                continue
+            try:
+                impl.start(p)
+            except Exception:  # e.g. trio's nursery closed to new tasks: the session ends
+                p.answer(err=_EINTR)
+                continue
             if p.interrupted:
-                p.task.cancel()
+                impl.cancel(p)
 
-    async def _run(self, p: _Pending) -> None:
-        CURRENT.set(p)
-        s = self._session
-        try:
+    def _drain(self, err: int) -> None:
+        while self._arrived:
             try:
-                r = await p.coro
-            except asyncio.CancelledError:
-                p.on_error(errno.EINTR)
+                p = self._arrived.popleft()
+            except IndexError:
                 return
-            except BaseException as e:
-                p.on_error(-s._fail(e, p.op, p.where))
-                return
-            try:
-                p.on_result(r)
-            except Refused as e:
-                s._refused(e, p.op, p.where)
-            except BaseException as e:
-                p.on_error(-s._fail(e, p.op, p.where))
-        finally:
-            self._pending.pop(p.key, None)
+            p.answer(err=err)
 
     def interrupt(self, key: int) -> None:
         """The kernel interrupted request ``key`` (called by the shim, on a loop thread)."""
         p = self._pending.get(key)
-        if p is None:
+        if p is None or p.answered:
             return
         p.interrupted = True
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._cancel, p)
+        impl = self.loop_impl
+        if impl is not None:
+            impl.call_soon(impl.cancel, p)
 
-    @staticmethod
-    def _cancel(p: _Pending) -> None:
-        if p.task is not None:
-            p.task.cancel()
+    def _record(self, p: Request, err: int) -> None:
+        rec = self.recorder
+        if rec is not None:
+            try:
+                rec(p, err)
+            except Exception:
+                log.exception("recording the statistics of an async request failed")
 
     # -- coroutines without a request ------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        """Run ``coro`` (a forget) without a reply; an exception is logged."""
+        """Run ``coro`` (a forget, the closing of an async readdir iterator) without a reply;
+        an exception is logged."""
         async def run() -> None:
             try:
                 await coro
@@ -175,8 +261,13 @@ class Bridge:
                 log.exception("%s raised", what)
 
         try:
-            self.loop.call_soon_threadsafe(self.loop.create_task, run())
+            impl = self._impl()
         except RuntimeError:
+            coro.close()
+            return
+        runner = run()
+        if not impl.call_soon(impl.spawn, runner):
+            runner.close()
             coro.close()
 
     def run_now(self, r: Any) -> Any:
@@ -184,31 +275,33 @@ class Bridge:
         while this thread waits."""
         if r.__class__ is not _Coro:
             return r
-        return asyncio.run_coroutine_threadsafe(r, self.loop).result()
+        try:
+            impl = self._impl(ended_ok=True)
+        except RuntimeError:
+            r.close()
+            raise
+        return impl.run_now(r)
 
     # -- the end ---------------------------------------------------------------------------
     def close(self) -> None:
-        """The session has ended (no request will come): cancel what is pending (each is
-        answered EINTR, to a kernel that no longer listens) and the filesystem's own tasks,
-        then stop the event loop."""
+        """The session has ended (no request will come): cancel the tasks of what is pending
+        and answer each request that is still open EINTR (to a kernel that no longer
+        listens). Returns once no reply is being sent: libfuse's session may then be freed
+        (its ``destroy`` may still run a coroutine: :meth:`run_now`)."""
         with self._lock:
             self._closed = True
-            loop = self._loop
-        if loop is None:
-            return
+            impl = self.loop_impl
+        if impl is not None:
+            impl.cancel_all(list(self._pending.values()))
+        for p in list(self._pending.values()):
+            p.answer(err=_EINTR)
+        self._drain(_EINTR)
+        with self._lock:
+            self._idle.wait_for(lambda: self._answering == 0, timeout=10)
 
-        async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        try:
-            asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(10)
-        except Exception:
-            log.exception("cancelling the pending async handlers failed")
-        loop.call_soon_threadsafe(loop.stop)
-        assert self._thread is not None
-        self._thread.join(10)
-        if not self._thread.is_alive():
-            loop.close()
+    def stop_loop(self) -> None:
+        """After libfuse's session is freed: stop pyfuse's own event loop (which cancels the
+        filesystem's own tasks on it; on the caller's loop those are the caller's)."""
+        impl = self.loop_impl
+        if impl is not None:
+            impl.close()

@@ -42,7 +42,8 @@ class Session(BaseSession):
     """One mounted inode-API filesystem. Use :func:`run` or :func:`mount`.
 
     Public: ``ops``, ``mountpoint``, ``config``, ``connection``, :meth:`mount`, :meth:`loop`,
-    :meth:`stop`, :meth:`lookups`, ``event_loop``, the notifications
+    :meth:`stop`, :meth:`lookups`, :meth:`lookups_held`, ``forget_requests``, ``event_loop``,
+    :meth:`unmounted`, the notifications
     :meth:`invalidate_inode`, :meth:`invalidate_entry`, :meth:`notify_delete`,
     :meth:`notify_store`, and with ``stats=True`` :meth:`stats` and :meth:`stats_table`."""
 
@@ -53,8 +54,10 @@ class Session(BaseSession):
         self._entry_timeout = float(self.config.entry_timeout)
         self._attr_timeout = float(self.config.attr_timeout)
         self._bridge = Bridge(self)
+        self._unmounted: Any = None  # serving()'s signal of the loop's end
         self._listings = Listings(self._fail, _same)
         self._listings.defer = self._defer_listing
+        self._listings.spawn = self._bridge.spawn
         names = implemented(ops)
         self._opmask = 0
         for name, bit in OPS.items():
@@ -95,9 +98,18 @@ class Session(BaseSession):
 
     @property
     def event_loop(self) -> asyncio.AbstractEventLoop:
-        """The asyncio event loop that runs the async handlers (started on first use): use it
-        to schedule work of your own (``asyncio.run_coroutine_threadsafe``)."""
+        """The asyncio event loop that runs the async handlers: pyfuse's own (started on first
+        use; schedule work of your own there with ``asyncio.run_coroutine_threadsafe``), or
+        the caller's under :func:`serving`. RuntimeError under trio."""
         return self._bridge.loop
+
+    async def unmounted(self) -> None:
+        """Under :func:`serving`: wait until the filesystem is unmounted and the loop has
+        ended (cancelling the wait leaves the mount alone)."""
+        if self._unmounted is None:
+            raise RuntimeError("Session.unmounted() is for sessions served with "
+                               "pyfuse.lowlevel.serving()")
+        await self._unmounted.wait()
 
     def invalidate_inode(self, ino: int, offset: int = 0, length: int = 0) -> None:
         """Drop the kernel's cached attributes of ``ino`` and its cached data from ``offset``
@@ -146,8 +158,11 @@ class Session(BaseSession):
         return f"{op} of inode {where}"
 
     def _ended(self) -> None:
-        self._bridge.close()
         self._listings.close_all()
+        self._bridge.close()
+
+    def _freed(self) -> None:
+        self._bridge.stop_loop()
 
     def _in_handler(self) -> bool:
         return bool(lib.pyfuse_in_request()) or threading.get_ident() == self._bridge.thread_id

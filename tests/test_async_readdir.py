@@ -1,0 +1,152 @@
+"""An ``async def readdir`` that is an async generator (pyfuse.lowlevel): streamed across
+READDIR requests a batch at a time (never the whole directory pulled ahead), yielded lists
+taken as batches, ``finally:`` run when the reader stops early, an error after some entries
+reported on the next request, and positional listings restarted at an offset."""
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import stat
+import subprocess
+import sys
+from typing import Any, AsyncIterator, Optional
+
+import pytest
+
+import pyfuse.lowlevel as ll
+from pyfuse import Attr, Config, DirEntry, FuseError
+from pyfuse._core.readdir import READDIR_BATCH
+
+ROOT = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+FILE = Attr(mode=stat.S_IFREG | 0o644, ino=2)
+N = 5000
+
+
+class Paged(ll.Operations):
+    """``/big``-like root of N names, listed by an async generator that awaits between
+    pages, as a remote listing API would; ``pages`` yields lists, ``fail_at`` raises."""
+
+    def __init__(self, pages: bool = False, fail_at: int = -1, offsets: bool = True) -> None:
+        self.pages, self.fail_at, self.offsets = pages, fail_at, offsets
+        self.pulled = 0
+        self.finished = 0
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        if name.startswith("n") and name[1:].isdigit() and int(name[1:]) < N:
+            return Attr(mode=stat.S_IFREG | 0o644, ino=3 + int(name[1:]))
+        raise FuseError(errno.ENOENT)
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        return ROOT if ino == 1 else Attr(mode=stat.S_IFREG | 0o644, ino=ino)
+
+    def _entry(self, i: int) -> Any:
+        off = i + 1 if self.offsets else 0
+        return DirEntry(f"n{i}", None, off) if self.offsets else f"n{i}"
+
+    async def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> AsyncIterator[Any]:
+        try:
+            i = offset
+            while i < N:
+                await asyncio.sleep(0)  # a round trip
+                if self.pages:
+                    page = [self._entry(j) for j in range(i, min(N, i + 100))]
+                    i += len(page)
+                    self.pulled += len(page)
+                    yield page
+                    continue
+                if i == self.fail_at:
+                    raise FuseError(errno.EREMOTEIO)
+                self.pulled += 1
+                yield self._entry(i)
+                i += 1
+        finally:
+            self.finished += 1
+
+
+def list_all(path: str) -> list[str]:
+    return sorted(os.listdir(path))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("pages", [False, True])
+def test_streamed_listing(mount_ops: Any, mnt: str, pages: bool) -> None:
+    ops = Paged(pages=pages)
+    s = mount_ops(ops, config=Config(readdirplus="off"))
+    names = list_all(mnt)
+    assert names == sorted(f"n{i}" for i in range(N))
+    assert ops.finished == 1
+    assert s._listings.requests >= 3  # streamed across requests
+
+
+@pytest.mark.timeout(60)
+def test_pulled_ahead_is_bounded_and_finally_runs_on_early_close(mount_ops: Any,
+                                                                 mnt: str) -> None:
+    ops = Paged()
+    mount_ops(ops)
+    code = ("import os, sys\n"
+            "it = os.scandir(sys.argv[1])\n"
+            "[next(it) for _ in range(50)]\n"
+            "it.close()\n")
+    subprocess.run([sys.executable, "-c", code, mnt], check=True, timeout=30)
+    assert ops.pulled <= 50 + 2 * READDIR_BATCH  # a batch or so ahead, never the directory
+    assert wait(lambda: ops.finished == 1)  # releasedir closed the generator: finally ran
+
+
+def wait(cond: Any, timeout: float = 10) -> bool:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not cond():
+        time.sleep(0.01)
+    return bool(cond())
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.expect_errors
+def test_error_after_some_entries(mount_ops: Any, mnt: str) -> None:
+    ops = Paged(fail_at=1500)
+    mount_ops(ops)
+    code = ("import os, sys\n"
+            "n = 0\n"
+            "try:\n"
+            "    for e in os.scandir(sys.argv[1]):\n"
+            "        n += 1\n"
+            "except OSError as e:\n"
+            "    print(n, e.errno)\n")
+    r = subprocess.run([sys.executable, "-c", code, mnt], capture_output=True, text=True,
+                       timeout=30)
+    got, err = map(int, r.stdout.split())
+    assert got == 1500 and err == errno.EREMOTEIO
+
+
+@pytest.mark.timeout(60)
+def test_positional_restart(mount_ops: Any, mnt: str) -> None:
+    """Names without offsets: a listing read in two processes' steps with a seek back
+    (rewinddir) starts over and skips what the offset says."""
+    ops = Paged(offsets=False)
+    mount_ops(ops, config=Config(readdirplus="off"))
+    assert list_all(mnt) == sorted(f"n{i}" for i in range(N))
+    code = ("import ctypes, os, sys\n"
+            "libc = ctypes.CDLL(None)\n"
+            "libc.opendir.restype = ctypes.c_void_p\n"
+            "libc.readdir.restype = ctypes.c_void_p\n"
+            "libc.telldir.restype = ctypes.c_long\n"
+            "for f in ('readdir', 'telldir', 'seekdir', 'closedir'):\n"
+            "    getattr(libc, f).argtypes = [ctypes.c_void_p] + ([ctypes.c_long] "
+            "if f == 'seekdir' else [])\n"
+            "d = libc.opendir(sys.argv[1].encode())\n"
+            "for _ in range(700):\n"
+            "    libc.readdir(d)\n"
+            "pos = libc.telldir(d)\n"
+            "libc.readdir(d)\n"
+            "libc.seekdir(d, pos)\n"
+            "n = 0\n"
+            "while libc.readdir(d):\n"
+            "    n += 1\n"
+            "libc.closedir(d)\n"
+            "print(n)\n")
+    r = subprocess.run([sys.executable, "-c", code, mnt], capture_output=True, text=True,
+                       timeout=30)
+    assert int(r.stdout) == N - 700, r.stdout
+    assert ops.finished >= 3  # the seek restarted the generator, which skipped 700

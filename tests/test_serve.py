@@ -1,0 +1,185 @@
+"""Serving inside the caller's own event loop (pyfuse.lowlevel.serve/serving) under asyncio
+and trio, on real mounts: handlers run on the caller's loop (loop-bound objects work), the
+session sends notifications from inside the block, leaving it or cancelling serve() unmounts
+and answers what is pending, and an async readdir may be an async generator streamed across
+requests."""
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import stat
+import subprocess
+import threading
+from typing import Any, AsyncIterator, Optional
+
+import pytest
+
+import pyfuse.lowlevel as ll
+from pyfuse import Attr, Config, DirEntry, FileInfo, FuseError
+from pyfuse.mounts import fuse_device
+
+trio = pytest.importorskip("trio")
+
+NO_CACHE = Config(entry_timeout=0, attr_timeout=0, negative_timeout=0)
+ROOT = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+
+
+class Remote(ll.Operations):
+    """A directory of ``n`` files whose handlers use an object bound to the serving loop
+    (``self.limiter``, made by the test inside that loop) and record the thread they ran on."""
+
+    def __init__(self, n: int = 3, hang: bool = False) -> None:
+        self.n, self.hang = n, hang
+        self.limiter: Any = None
+        self.threads: set[int] = set()
+        self.contents = {2 + i: b"v1 of f%d\n" % i for i in range(n)}
+        self.cancelled = 0
+
+    def _attr(self, ino: int) -> Attr:
+        if ino == 1:
+            return ROOT
+        if ino in self.contents:
+            return Attr(mode=stat.S_IFREG | 0o644, ino=ino, size=len(self.contents[ino]))
+        raise FuseError(errno.ENOENT)
+
+    async def lookup(self, parent: int, name: str) -> Attr:
+        async with self.limiter:
+            self.threads.add(threading.get_ident())
+            if parent == 1 and name[:1] == "f" and name[1:].isdigit():
+                return self._attr(2 + int(name[1:]))
+            raise FuseError(errno.ENOENT)
+
+    async def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        return self._attr(ino)
+
+    def open(self, ino: int, flags: int) -> FileInfo:
+        return FileInfo(direct_io=True)
+
+    async def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        async with self.limiter:
+            self.threads.add(threading.get_ident())
+        if self.hang:
+            try:
+                await _forever()
+            finally:
+                self.cancelled += 1
+        return self.contents[ino][offset:offset + size]
+
+    async def readdir(self, ino: int, offset: int, fh: int, plus: bool
+                      ) -> AsyncIterator[DirEntry]:
+        for i, child in enumerate(sorted(self.contents)):
+            if i >= offset:
+                yield DirEntry(f"f{child - 2}", self._attr(child), i + 1)
+
+
+async def _forever() -> None:
+    if _is_trio():
+        await trio.sleep_forever()
+    else:
+        await asyncio.Event().wait()
+
+
+def _is_trio() -> bool:
+    try:
+        trio.lowlevel.current_trio_token()
+        return True
+    except RuntimeError:
+        return False
+
+
+async def to_thread(fn: Any, *args: Any) -> Any:
+    if _is_trio():
+        return await trio.to_thread.run_sync(fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+async def scenario(mnt: str) -> None:
+    """The same checks under either library."""
+    ops = Remote()
+    ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
+    async with ll.serving(ops, mnt, config=NO_CACHE) as session:
+        assert fuse_device(mnt) is not None
+        names = await to_thread(os.listdir, mnt)
+        assert sorted(names) == ["f0", "f1", "f2"]
+
+        def read(name: str) -> bytes:
+            with open(os.path.join(mnt, name), "rb") as f:
+                return f.read()
+
+        assert await to_thread(read, "f1") == b"v1 of f1\n"
+        assert ops.threads == {threading.get_ident()}  # the caller's loop ran them
+        ops.contents[3] = b"version 2 of f1\n"
+        session.invalidate_inode(3)  # from the loop's thread: sent once nothing waits on it
+        assert await to_thread(read, "f1") == b"version 2 of f1\n"
+    assert fuse_device(mnt) is None  # leaving the block unmounted
+
+
+@pytest.mark.timeout(60)
+def test_serving_asyncio(mnt: str) -> None:
+    asyncio.run(scenario(mnt))
+
+
+@pytest.mark.timeout(60)
+def test_serving_trio(mnt: str) -> None:
+    trio.run(scenario, mnt)
+
+
+async def cancel_scenario(mnt: str) -> int:
+    """serve() in a task, a read pending forever, then the task cancelled: unmounted, the
+    reader answered, the handler cancelled."""
+    ops = Remote(hang=True)
+    ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
+    reader: Optional[subprocess.Popen[bytes]] = None
+
+    async def wait_until(cond: Any) -> None:
+        for _ in range(1000):
+            if cond():
+                return
+            await (trio.sleep(0.01) if _is_trio() else asyncio.sleep(0.01))
+        raise AssertionError("timed out")
+
+    async def start_reader() -> None:
+        nonlocal reader
+        await wait_until(lambda: fuse_device(mnt) is not None)
+        reader = subprocess.Popen(["cat", os.path.join(mnt, "f0")], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        await wait_until(lambda: ops.threads)
+
+    if _is_trio():
+        with trio.move_on_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ll.serve, ops, mnt)
+                await start_reader()
+                nursery.cancel_scope.cancel()
+    else:
+        task = asyncio.ensure_future(ll.serve(ops, mnt))
+        await start_reader()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert fuse_device(mnt) is None
+    assert reader is not None
+    rc = await to_thread(reader.wait, 10)
+    assert ops.cancelled == 1
+    return int(rc)
+
+
+@pytest.mark.timeout(60)
+def test_serve_cancelled_asyncio(mnt: str) -> None:
+    assert asyncio.run(cancel_scenario(mnt)) != 0
+
+
+@pytest.mark.timeout(60)
+def test_serve_cancelled_trio(mnt: str) -> None:
+    assert trio.run(cancel_scenario, mnt) != 0
+
+
+def test_serving_outside_a_loop_is_an_error(mnt: str) -> None:
+    async def enter() -> None:
+        await ll.serving(Remote(), mnt).__aenter__()
+
+    coro = enter()
+    with pytest.raises(RuntimeError, match="asyncio event loop or trio run"):
+        coro.send(None)
+    coro.close()
