@@ -95,8 +95,9 @@ test-sdist: deps $(VENV)/.installed
 # pyenv's versions or PATH (pythonX.Y); a
 # missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
 PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
-CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py \
-              test_memory.py test_docs.py test_compat.py test_lowlevel.py
+CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py test_async.py \
+              test_memory.py test_docs.py test_compat.py test_lowlevel.py test_serve.py \
+              test_async_readdir.py
 test-pythons: deps
 	@set -e; for v in $(PYTHONS); do \
 	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \

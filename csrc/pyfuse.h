@@ -47,6 +47,7 @@ struct pyfuse_session {
     uint64_t opmask;       /* 1 << PYFUSE_OP_x for each method the filesystem overrides */
     struct pyfuse_config cfg;
     struct pyfuse_stats *stats; /* NULL: no statistics */
+    int intr_handler;      /* this session holds a use of the SIGUSR1 handler (Config.intr) */
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)

@@ -132,6 +132,7 @@ enum {
 struct pyfuse_opstats {
     uint64_t count;  /* requests */
     uint64_t errors; /* answered with an errno */
+    uint64_t expected; /* of which ENOENT or ENODATA: a name or an xattr that is not there */
     uint64_t timed;  /* timed requests so far: the last min(timed, WINDOW) are in the rings */
     int64_t total_ns[PYFUSE_STATS_WINDOW];   /* the call into Python, waiting for the GIL too */
     int64_t handler_ns[PYFUSE_STATS_WINDOW]; /* the filesystem's part of it */

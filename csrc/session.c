@@ -14,6 +14,62 @@
 
 #include <fuse_lowlevel.h>
 
+/* Config(intr=True) on the path API: libfuse's high-level API interrupts a handler by sending
+ * SIGUSR1 to its thread (pthread_kill), to break a blocking system call. libfuse 3 installs
+ * the (empty) handler only for its own "intr" setting, which has no mount option any more and
+ * is set in init, too late; with the default action the first interrupt would kill the whole
+ * process. So the shim installs it, as libfuse 2 did: only over SIG_DFL, without SA_RESTART,
+ * counted over the sessions that need it, and restored when the last one is destroyed. */
+static pthread_mutex_t intr_lock = PTHREAD_MUTEX_INITIALIZER;
+static int intr_users;     /* sessions with intr_handler set */
+static int intr_installed; /* the handler is ours (it replaced SIG_DFL) */
+
+static void intr_noop(int sig)
+{
+    (void)sig;
+}
+
+static int intr_acquire(void)
+{
+    int res = 0;
+
+    pthread_mutex_lock(&intr_lock);
+    if (intr_users == 0) {
+        struct sigaction old, sa;
+
+        if (sigaction(SIGUSR1, NULL, &old) != 0) {
+            res = -errno;
+        } else if (old.sa_handler == SIG_DFL) {
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = intr_noop;
+            sigemptyset(&sa.sa_mask);
+            if (sigaction(SIGUSR1, &sa, NULL) != 0)
+                res = -errno;
+            else
+                intr_installed = 1;
+        }
+    }
+    if (res == 0)
+        intr_users++;
+    pthread_mutex_unlock(&intr_lock);
+    return res;
+}
+
+static void intr_release(void)
+{
+    pthread_mutex_lock(&intr_lock);
+    if (--intr_users == 0 && intr_installed) {
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(SIGUSR1, &sa, NULL); /* cannot fail for a valid signal */
+        intr_installed = 0;
+    }
+    pthread_mutex_unlock(&intr_lock);
+}
+
 pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
                            const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
                            int lowlevel)
@@ -39,6 +95,14 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
     } else {
         struct fuse_operations ops;
 
+        if (cfg->intr) {
+            if (intr_acquire() != 0) {
+                fuse_opt_free_args(&args);
+                free(s);
+                return NULL;
+            }
+            s->intr_handler = 1;
+        }
         pyfuse_fill_ops(&ops, opmask);
         s->fuse = fuse_new(&args, &ops, sizeof ops, s);
         if (s->fuse != NULL)
@@ -48,6 +112,8 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
     if (s->se == NULL) {
         if (lowlevel)
             pyfuse_lookups_free(&s->lookups);
+        if (s->intr_handler)
+            intr_release();
         free(s);
         return NULL;
     }
@@ -165,10 +231,14 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
 void pyfuse_unmount(pyfuse_session *s)
 {
     /* a no-op when the kernel side is already gone */
-    if (s->fuse != NULL)
+    if (s->fuse != NULL) {
         fuse_unmount(s->fuse);
-    else
+    } else {
+        /* marked exited again (libfuse's loop resets the flag as it returns): the replies
+         * still owed to pending requests then fail quietly instead of perror()ing */
+        fuse_session_exit(s->se);
         fuse_session_unmount(s->se);
+    }
 }
 
 void pyfuse_destroy(pyfuse_session *s)
@@ -179,6 +249,8 @@ void pyfuse_destroy(pyfuse_session *s)
         fuse_session_destroy(s->se);
         pyfuse_lookups_free(&s->lookups);
     }
+    if (s->intr_handler)
+        intr_release();
     free(s);
 }
 

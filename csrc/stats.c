@@ -7,6 +7,7 @@
  * threads: atomic adds, relaxed (they are statistics). */
 #include "pyfuse.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -68,8 +69,11 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
 {
     struct pyfuse_opstats *o = &s->stats->op[op];
 
-    if (result < 0)
+    if (result < 0) {
         __atomic_fetch_add(&o->errors, 1, __ATOMIC_RELAXED);
+        if (result == -ENOENT || result == -ENODATA)
+            __atomic_fetch_add(&o->expected, 1, __ATOMIC_RELAXED);
+    }
     if (start >= 0) {
         int64_t total = now_ns() - start;
         uint64_t k = __atomic_fetch_add(&o->timed, 1, __ATOMIC_RELAXED);

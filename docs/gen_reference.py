@@ -63,9 +63,11 @@ def render_ll() -> str:
                                                      "SET_CTIME")) + ".", ""]
     parts += ["# Mounting", ""]
     parts += _doc(ll.run, "pyfuse.lowlevel.run") + _doc(ll.mount, "pyfuse.lowlevel.mount")
+    parts += _doc(ll.serve, "pyfuse.lowlevel.serve") + _doc(ll.serving,
+                                                            "pyfuse.lowlevel.serving")
     parts += _doc(ll.Session, "pyfuse.lowlevel.Session")
-    for name in ("lookups", "lookups_held", "invalidate_inode", "invalidate_entry",
-                 "notify_delete", "notify_store"):
+    for name in ("lookups", "lookups_held", "unmounted", "invalidate_inode",
+                 "invalidate_entry", "notify_delete", "notify_store"):
         parts += _doc(getattr(ll.Session, name), f"Session.{name}")
     parts += _doc(ll.Session.event_loop, "Session.event_loop")
     parts += _doc(ll.lookups, "pyfuse.lowlevel.lookups")

@@ -5,6 +5,8 @@ raised in a handler                    the caller gets
 =====================================  ===============================================
 ``FuseError(errno)`` / any ``OSError``  that errno (``os.lstat`` failures pass through)
 with an errno
+an ``OSError`` subclass without an      the errno its class stands for
+errno (``FileNotFoundError("gone")``)   (:data:`IMPLIED_ERRNO`: ``ENOENT`` here)
 ``OSError`` without an errno            ``EIO``, one logged traceback
 ``NotImplementedError``                 ``ENOSYS``
 any other ``Exception``                 ``EIO``, one logged traceback
@@ -18,9 +20,28 @@ import errno
 import logging
 import os
 
-__all__ = ["FuseError", "errno_for"]
+__all__ = ["FuseError", "errno_for", "IMPLIED_ERRNO"]
 
 log = logging.getLogger("pyfuse")
+
+#: The errno an OSError subclass raised without one stands for (the classes Python itself
+#: picks for these errnos, PEP 3151); subclasses of these classes count too.
+IMPLIED_ERRNO: dict[type, int] = {
+    FileNotFoundError: errno.ENOENT,
+    FileExistsError: errno.EEXIST,
+    PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR,
+    NotADirectoryError: errno.ENOTDIR,
+    InterruptedError: errno.EINTR,
+    BlockingIOError: errno.EAGAIN,
+    ChildProcessError: errno.ECHILD,
+    ProcessLookupError: errno.ESRCH,
+    TimeoutError: errno.ETIMEDOUT,
+    BrokenPipeError: errno.EPIPE,
+    ConnectionAbortedError: errno.ECONNABORTED,
+    ConnectionRefusedError: errno.ECONNREFUSED,
+    ConnectionResetError: errno.ECONNRESET,
+}
 
 
 class FuseError(OSError):
@@ -38,8 +59,13 @@ def errno_for(exc: BaseException, op: str) -> int:
     """Map an exception raised by handler ``op`` to a positive errno, logging as the policy says.
 
     BaseExceptions that are not Exceptions are not handled here (see the session)."""
-    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
-        return exc.errno
+    if isinstance(exc, OSError):
+        if isinstance(exc.errno, int) and exc.errno > 0:
+            return exc.errno
+        for cls in type(exc).__mro__:
+            implied = IMPLIED_ERRNO.get(cls)
+            if implied is not None:
+                return implied
     if isinstance(exc, NotImplementedError):
         return errno.ENOSYS
     if isinstance(exc, BadReturn):

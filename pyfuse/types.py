@@ -4,6 +4,7 @@ Pure Python: their conversions to the shim's C structs live in :mod:`pyfuse._cor
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Union
@@ -156,6 +157,11 @@ class Config:
     posix_acl: bool = False
 
     def __post_init__(self) -> None:
+        for name in ("entry_timeout", "attr_timeout", "negative_timeout"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ValueError(f"Config.{name} must be a finite number of seconds >= 0, not "
+                                 f"{v!r}")
         if self.readdirplus not in ("auto", "always", "off"):
             raise ValueError(f"Config.readdirplus must be 'auto', 'always' or 'off', not "
                              f"{self.readdirplus!r}")

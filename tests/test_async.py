@@ -319,8 +319,14 @@ class SlowPath(pyfuse.Operations):
 
 @pytest.mark.timeout(120)
 def test_interrupt_stress_path_api(mount_ops: Any, mnt: str) -> None:
-    s = mount_ops(SlowPath(), config=NO_CACHE, options={"intr": True})
+    """The path API with ``intr``: libfuse signals the handler's thread (SIGUSR1) on each
+    interrupt, which must not kill this process (the shim's handler), and the handler sees
+    ``context().interrupted``."""
+    ops = SlowPath()
+    s = mount_ops(ops, config=NO_CACHE, options={"intr": True})
     r = subprocess.run([sys.executable, "-c", _CLIENT, mnt, "12", "4"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert wait_for(lambda: waiting(s) == 0, 15), waiting(s)
+    assert ops.seen > 0
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # Python's view: untouched

@@ -38,6 +38,19 @@ def test_readme_hello_runs(tmp_path, mnt):
         assert open(os.path.join(mnt, "hello")).read() == "Hello World!\n"
 
 
+def test_lowlevel_guide_first_filesystem_runs(tmp_path, mnt):
+    """docs/lowlevel.md's first filesystem, as printed (its mount point made the argument)."""
+    with open(os.path.join(ROOT, "docs", "lowlevel.md")) as f:
+        code = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+    assert 'll.run(Hello(), "/mnt/x")' in code
+    script = tmp_path / "hello_ll.py"
+    script.write_text("import sys\n" + code.replace('"/mnt/x"', "sys.argv[1]"))
+    with testing.mounted_process([sys.executable, str(script), mnt], mnt):
+        assert os.listdir(mnt) == ["hello"]
+        with open(os.path.join(mnt, "hello")) as f:
+            assert f.read() == "Hello World!\n"
+
+
 def _resolve(dotted: str) -> bool:
     """Whether ``pyfuse.a.b`` is importable as shown: the longest importable module prefix,
     then attributes."""

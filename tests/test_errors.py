@@ -28,6 +28,8 @@ class Faulty(pyfuse.Operations):
             os.lstat("/nonexistent/really")  # FileNotFoundError passes through
         if name == "oserror_noerrno":
             raise OSError("no errno here")
+        if name in IMPLIED:
+            raise IMPLIED[name][0](f"{name} without an errno")
         if name == "notimpl":
             raise NotImplementedError
         if name == "runtime":
@@ -71,6 +73,13 @@ class Faulty(pyfuse.Operations):
         yield from [".", "..", "fuseerror", "runtime"]
 
 
+IMPLIED = {"fnf": (FileNotFoundError, errno.ENOENT), "perm": (PermissionError, errno.EACCES),
+           "exists": (FileExistsError, errno.EEXIST), "isdir": (IsADirectoryError, errno.EISDIR),
+           "notdir": (NotADirectoryError, errno.ENOTDIR),
+           "timeout": (TimeoutError, errno.ETIMEDOUT),
+           "reset": (ConnectionResetError, errno.ECONNRESET)}
+
+
 def _errno(fn, *args):
     with pytest.raises(OSError) as ei:
         fn(*args)
@@ -95,6 +104,24 @@ def test_exception_kinds(fs, caplog):
     assert _errno(os.stat, p("keyerror")) == errno.EIO
     assert _errno(os.stat, p("oserror_noerrno")) == errno.EIO
     assert os.stat(p("stat_result")).st_mode == os.stat("/").st_mode
+
+
+def test_oserror_subclass_without_errno_gives_its_errno(fs, caplog):
+    """``raise FileNotFoundError("msg")`` (no errno set) answers ENOENT, nothing logged."""
+    caplog.clear()
+    for name, (_, want) in IMPLIED.items():
+        assert _errno(os.stat, os.path.join(fs, name)) == want, name
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_config_refuses_bad_timeouts():
+    for bad in (-1, float("nan"), float("inf"), "1", True):
+        with pytest.raises(ValueError, match="entry_timeout must be a finite number"):
+            pyfuse.Config(entry_timeout=bad)
+    with pytest.raises(ValueError, match="negative_timeout"):
+        pyfuse.Config(negative_timeout=-0.5)
+    with pytest.raises(ValueError, match="attr_timeout"):
+        pyfuse.run(Faulty(), "/nonexistent", options={"attr_timeout": "-1"})
 
 
 def test_wrong_return_types(fs, caplog):

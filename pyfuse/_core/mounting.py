@@ -127,18 +127,23 @@ class BaseSession:
     # -- statistics ------------------------------------------------------------------------
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-operation statistics, for a session made with ``stats=True``: ``{"getattr":
-        {"count": N, "errors": N, "total_us": {...}, "handler_us": {...}, "pyfuse_us":
-        {...}}, ...}``. ``count`` and ``errors`` (requests answered with an errno) count every
-        request; each ``*_us`` holds p50, p90, p99, max and mean in microseconds over the last
-        8,192 timed requests of that operation (one request in 8 is timed): ``total`` the
-        whole callback, ``handler`` the filesystem's method (for readdir also pulling its
-        entries), ``pyfuse`` the rest (decoding, conversions, copies). Time in the kernel and
-        libfuse is not included, except on the inode API, whose replies are sent from inside
-        the call: there ``total`` (and so ``pyfuse``) includes the write of the reply to
-        /dev/fuse. On the inode API, readdirplus is its own row (served by the ``readdir``
-        method), a batch of forgets is one request, and an ``async def`` handler's request is
-        counted and timed until its coroutine is handed to the event loop (its wait, and an
-        errno it ends with, are not)."""
+        {"count": N, "errors": N, "expected": N, "async": False, "total_us": {...},
+        "handler_us": {...}, "pyfuse_us": {...}, "sum_ms": X, "share": F}, ...}``. ``count``
+        and ``errors`` (requests answered with an errno) count every request; ``expected`` is
+        how many of the errors were ENOENT or ENODATA (a name or an extended attribute that is
+        not there: lookup's and getxattr's everyday answers), the rest are failures. Each
+        ``*_us`` holds p50, p90, p99, max and mean in microseconds over the last 8,192 timed
+        requests of that operation (one request in 8 is timed): ``total`` the whole callback,
+        ``handler`` the filesystem's method (for readdir also pulling its entries), ``pyfuse``
+        the rest (decoding, conversions, copies). ``sum_ms`` is count times the mean total
+        and ``share`` its fraction of all rows' sum: where the time goes. Time in the kernel
+        and libfuse is not included, except on the inode API, whose replies are sent from
+        inside the call: there ``total`` (and so ``pyfuse``) includes the write of the reply
+        to /dev/fuse. On the inode API, readdirplus is its own row (served by the ``readdir``
+        method), a batch of forgets is one request, and an ``async def`` handler's row has
+        ``async`` True: each of its requests is timed from its arrival to its reply, with
+        ``wait_us`` the time before its coroutine first ran (the event loop busy) and
+        ``handler_us`` the coroutine's run (its awaits included)."""
         if self._stats is None:
             raise RuntimeError("this session was made without stats=True")
         return self._stats.snapshot()

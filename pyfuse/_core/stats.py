@@ -10,10 +10,22 @@ given a view of the session (:class:`_Timed`) whose handlers are wrapped to time
 the other requests get the session itself, so they run exactly the Python they run without
 statistics, and the C side adds one counter increment. The last :data:`WINDOW` timed requests
 of each operation are kept (rings in C: memory is bounded).
+
+An ``async def`` handler's request (the inode API) is timed from its arrival to its reply,
+every one of them, in Python (:meth:`Stats.record_async`, called when the request is
+answered): ``wait`` is the time before its coroutine first ran (the event loop busy),
+``handler`` the coroutine's run to its end (its awaits included), ``pyfuse`` the rest
+(handing it over, converting and sending the reply). Its errors are counted there too.
+``expected`` errors are ENOENT and ENODATA (a name, or an extended attribute, that is not
+there: the everyday negative answers of lookup, getattr and getxattr), counted apart from
+the other errors.
 """
 from __future__ import annotations
 
+import collections
+import errno
 import inspect
+import threading
 import weakref
 from time import perf_counter_ns
 from typing import Any, Callable
@@ -81,6 +93,21 @@ class _Timed:
         setattr(self._session, name, value)
 
 
+_EXPECTED = (errno.ENOENT, errno.ENODATA)
+
+
+class _AsyncRow:
+    """The async requests of one operation: counts, and the last WINDOW timings (ns)."""
+
+    __slots__ = ("errors", "expected", "total", "wait", "handler")
+
+    def __init__(self) -> None:
+        self.errors = self.expected = 0
+        self.total: collections.deque[int] = collections.deque(maxlen=WINDOW)
+        self.wait: collections.deque[int] = collections.deque(maxlen=WINDOW)
+        self.handler: collections.deque[int] = collections.deque(maxlen=WINDOW)
+
+
 class Stats:
     """The statistics of one session. :meth:`snapshot` is what ``Session.stats()`` returns."""
 
@@ -95,33 +122,81 @@ class Stats:
             raise MemoryError("stats=True: no memory for the statistics' counters")
         #: What the shim counts into (pyfuse_new's stats), freed with this object.
         self.c = ffi.gc(c, lib.pyfuse_stats_free)
+        self._async: dict[str, _AsyncRow] = {}
+        self._async_lock = threading.Lock()
+
+    def record_async(self, op: str, arrived: int, started: int, done: int, err: int) -> None:
+        """An async request of ``op`` was answered (``err``: 0 or its errno): perf_counter_ns
+        at its arrival, its coroutine's first step (0: never ran) and its end; the reply went
+        out just now."""
+        end = perf_counter_ns()
+        with self._async_lock:
+            row = self._async.get(op)
+            if row is None:
+                row = self._async[op] = _AsyncRow()
+            if err:
+                row.errors += 1
+                row.expected += err in _EXPECTED
+            started = started or done
+            row.total.append(end - arrived)
+            row.wait.append(started - arrived)
+            row.handler.append(done - started)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
-        """{operation: {"count", "errors", "total_us", "handler_us", "pyfuse_us"}}, each
-        ``*_us`` a dict of p50, p90, p99, max and mean in microseconds over the last
-        :data:`WINDOW` timed requests, one in :data:`SAMPLE` (``pyfuse_us``: total minus
-        handler, request by request); ``count`` and ``errors`` count every request."""
+        """{operation: {"count", "errors", "expected", "async", "total_us", "handler_us",
+        "pyfuse_us", "sum_ms", "share"}} (and "wait_us" for async rows), each ``*_us`` a dict
+        of p50, p90, p99, max and mean in microseconds over the last :data:`WINDOW` timed
+        requests (one in :data:`SAMPLE`; every async one), ``pyfuse_us`` total minus handler
+        (and wait), request by request; ``count`` and ``errors`` count every request,
+        ``expected`` the errors that were ENOENT or ENODATA; ``sum_ms`` is count times the
+        mean total (where the time goes), ``share`` its fraction of all rows' sum."""
         out: dict[str, dict[str, Any]] = {}
+        with self._async_lock:
+            rows = {op: (r.errors, r.expected, list(r.total), list(r.wait), list(r.handler))
+                    for op, r in self._async.items()}
         for name, op in sorted(self.ops.items()):
             o = self.c.op[op]
-            n = min(o.timed, WINDOW)
-            if n == 0:
-                continue
-            total = ffi.unpack(o.total_ns, n)
-            handler = ffi.unpack(o.handler_ns, n)
-            own = [t - h for t, h in zip(total, handler)]
-            out[name] = {"count": o.count, "errors": o.errors,
-                         "total_us": _percentiles(total), "handler_us": _percentiles(handler),
-                         "pyfuse_us": _percentiles(own)}
+            row: dict[str, Any] = {"count": o.count, "errors": o.errors,
+                                   "expected": o.expected, "async": name in rows}
+            if name in rows:
+                errors, expected, total, wait, handler = rows[name]
+                row["errors"] += errors
+                row["expected"] += expected
+                own = [t - w - h for t, w, h in zip(total, wait, handler)]
+                row["wait_us"] = _percentiles(wait)
+            else:
+                n = min(o.timed, WINDOW)
+                if n == 0:
+                    continue
+                total = ffi.unpack(o.total_ns, n)
+                handler = ffi.unpack(o.handler_ns, n)
+                own = [t - h for t, h in zip(total, handler)]
+            row["total_us"] = _percentiles(total)
+            row["handler_us"] = _percentiles(handler)
+            row["pyfuse_us"] = _percentiles(own)
+            row["sum_ms"] = row["total_us"]["mean"] * row["count"] / 1000
+            out[name] = row
+        whole = sum(r["sum_ms"] for r in out.values()) or 1.0
+        for r in out.values():
+            r["share"] = r["sum_ms"] / whole
         return out
 
     def format(self) -> str:
-        """The snapshot as a table, one line an operation (for --stats and SIGUSR1)."""
-        lines = [f"{'operation':<16}{'count':>9}{'errors':>8}  {'total p50/p99 us':>18}  "
-                 f"{'handler p50/p99':>16}  {'pyfuse p50/p99':>15}"]
+        """The snapshot as a table, one line an operation (for --stats and SIGUSR1); an
+        async row's name is marked ``*`` and has a ``wait`` column."""
+        lines = [f"{'operation':<16}{'count':>9}{'failed':>7}{'expected':>9}  "
+                 f"{'total p50/p99 us':>18}  {'handler p50/p99':>16}  {'pyfuse p50/p99':>15}"
+                 f"  {'wait p50/p99':>13}  {'sum ms':>9} {'share':>6}"]
         for name, s in self.snapshot().items():
             t, h, p = s["total_us"], s["handler_us"], s["pyfuse_us"]
-            lines.append(f"{name:<16}{s['count']:>9}{s['errors']:>8}  "
+            w = s.get("wait_us")
+            wait = f"{w['p50']:>6.1f}/{w['p99']:<6.1f}" if w else f"{'-':>6} {'':<6}"
+            label = name + (" *" if s["async"] else "")
+            lines.append(f"{label:<16}{s['count']:>9}{s['errors'] - s['expected']:>7}"
+                         f"{s['expected']:>9}  "
                          f"{t['p50']:>8.1f}/{t['p99']:<9.1f}  {h['p50']:>7.1f}/{h['p99']:<8.1f}"
-                         f"  {p['p50']:>6.1f}/{p['p99']:<8.1f}")
+                         f"  {p['p50']:>6.1f}/{p['p99']:<8.1f}  {wait}  {s['sum_ms']:>9.1f}"
+                         f" {s['share']:>6.1%}")
+        lines.append("* async def handler: timed from arrival to reply; wait: before its "
+                     "coroutine first ran")
         return "\n".join(lines)

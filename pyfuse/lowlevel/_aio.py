@@ -75,6 +75,7 @@ class Request:
         policy for ``exc`` if given, else ``result`` converted (a conversion error becomes the
         errno of the policy). Returns False, sending nothing, if it was answered already."""
         b = self.bridge
+        t_done = _now()
         with b._lock:
             if self.answered:
                 return False
@@ -93,13 +94,13 @@ class Request:
                 except BaseException as e:
                     exc = e
                 else:
-                    b._record(self, 0)
+                    b._record(self, 0, t_done)
                     return True
             if not err:
                 assert exc is not None
                 err = -s._fail(exc, self.op, self.where)
-            b._record(self, err)
             self.on_error(err)
+            b._record(self, err, t_done)
             return True
         finally:
             with b._lock:
@@ -150,8 +151,9 @@ class Bridge:
         # of them (one wake-up), not once for each
         self._arrived: collections.deque[Request] = collections.deque()
         self._woken = False
-        #: Called with (request, errno) when an async request is answered (statistics).
-        self.recorder: Optional[Callable[[Request, int], None]] = None
+        #: Called with (request, errno, perf_counter_ns when its coroutine ended) once an
+        #: async request is answered (statistics).
+        self.recorder: Optional[Callable[[Request, int, int], None]] = None
 
     # -- the event loop --------------------------------------------------------------------
     def attach(self, impl: EventLoop) -> None:
@@ -242,11 +244,11 @@ class Bridge:
         if impl is not None:
             impl.call_soon(impl.cancel, p)
 
-    def _record(self, p: Request, err: int) -> None:
+    def _record(self, p: Request, err: int, t_done: int) -> None:
         rec = self.recorder
         if rec is not None:
             try:
-                rec(p, err)
+                rec(p, err, t_done)
             except Exception:
                 log.exception("recording the statistics of an async request failed")
 

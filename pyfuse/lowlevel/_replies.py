@@ -46,12 +46,28 @@ def _pack(a: Any, what: str) -> bytes:
         raise BadReturn(f"{what}: {e}") from None
 
 
+_MAX_TIMEOUT = float("inf")
+
+
+def _timeout(v: Any, name: str) -> float:
+    """A timeout an Entry gives: a finite number of seconds >= 0 (NaN, inf and negative
+    values are refused)."""
+    if type(v) is float or type(v) is int:
+        if 0 <= v < _MAX_TIMEOUT:
+            return v
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < _MAX_TIMEOUT:
+        return float(v)
+    raise BadReturn(f"the Entry returned has {name}={v!r}: timeouts are finite numbers of "
+                    "seconds >= 0 (None: the Config's)")
+
+
 def entry_parts(s: Any, r: Any) -> tuple[bytes, int, float, float]:
     """(packed attr, generation, entry_timeout, attr_timeout) of an Entry or bare Attr."""
     if type(r) is Entry:
         a, gen, et, at = r
         return (_pack(a, "expected an Entry or Attr"), gen,
-                s._entry_timeout if et is None else et, s._attr_timeout if at is None else at)
+                s._entry_timeout if et is None else _timeout(et, "entry_timeout"),
+                s._attr_timeout if at is None else _timeout(at, "attr_timeout"))
     return _pack(r, "expected an Entry or Attr"), 0, s._entry_timeout, s._attr_timeout
 
 
@@ -65,7 +81,8 @@ def reply_entry(s: Any, req: Any, r: Any) -> None:
 def reply_attr(s: Any, req: Any, r: Any) -> None:
     if type(r) is Entry:
         packed = _pack(r.attr, "expected an Attr")
-        at = s._attr_timeout if r.attr_timeout is None else r.attr_timeout
+        at = s._attr_timeout if r.attr_timeout is None else _timeout(r.attr_timeout,
+                                                                      "attr_timeout")
     else:
         packed = _pack(r, "expected an Attr")
         at = s._attr_timeout

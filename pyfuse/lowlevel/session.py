@@ -67,6 +67,10 @@ class Session(BaseSession):
             if meth is not None:
                 self._opmask |= 1 << bit
         self._start_stats(OPS, self._listings)
+        stats = self._stats
+        if stats is not None:
+            self._bridge.recorder = lambda p, err, done: stats.record_async(
+                p.op, p.t_arrived, p.t_started, done, err)
         # an async write gets a copy of the data (libfuse's buffer is reused after the call)
         self._wdata = _copy if inspect.iscoroutinefunction(ops.write) else _view
 
