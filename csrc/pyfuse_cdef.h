@@ -159,6 +159,8 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
                 int signals);
 void pyfuse_unmount(pyfuse_session *s);
 void pyfuse_destroy(pyfuse_session *s);
+/* libfuse's fuse_version(): FUSE_MAJOR_VERSION * 100 + FUSE_MINOR_VERSION (314 for 3.14) */
+int pyfuse_libfuse_version(void);
 int pyfuse_umount2(const char *mountpoint, int lazy);
 int pyfuse_get_context(struct pyfuse_ctx *out);
 

@@ -254,6 +254,11 @@ void pyfuse_destroy(pyfuse_session *s)
     free(s);
 }
 
+int pyfuse_libfuse_version(void)
+{
+    return fuse_version();
+}
+
 int pyfuse_umount2(const char *mountpoint, int lazy)
 {
     return umount2(mountpoint, lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;

@@ -25,10 +25,15 @@ FS = os.path.join(HERE, "compat_fs")
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "runner": ([sys.executable, "-m", "pyfuse.compat"], {"FS_MODULE": "fuse"}),
     "import": ([sys.executable], {"FS_MODULE": "pyfuse.compat"}),
+    "runner-m": ([sys.executable, "-m", "pyfuse.compat"], {"FS_MODULE": "mfusepy"}),
+    "import-m": ([sys.executable], {"FS_MODULE": "pyfuse.compat.mfusepy"}),
     "fusepy": ([sys.executable], {"FS_MODULE": "fuse"}),
     "mfusepy": ([sys.executable], {"FS_MODULE": "mfusepy", "FUSE_LIBRARY_NAME": "fuse3"}),
 }
 OURS = ("runner", "import")
+#: Each original and the two ways into its pyfuse.compat module.
+FLAVORS = {"fusepy": ("fusepy", "runner", "import"),
+           "mfusepy": ("mfusepy", "runner-m", "import-m")}
 
 
 def _peer_missing(variant: str) -> str:
@@ -139,18 +144,66 @@ def _xattr_transcript(mnt: str) -> list[Any]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("peer", ["fusepy", "mfusepy"])
 def test_memory_behaves_as_on_the_peer(serve, tmp_path, peer):
-    """fusepy's memory example (LoggingMixIn, use_ns, xattrs): one transcript on the real peer
-    and on both ways into pyfuse.compat."""
+    """fusepy's memory example (use_ns, xattrs; LoggingMixIn on fusepy, without it on mfusepy,
+    whose LoggingMixIn hides create's signature, see the next test): one transcript on the
+    real peer and on both ways into its pyfuse.compat module."""
     seen = {}
-    for variant in (peer, *OURS):
+    args = () if peer == "fusepy" else ("--plain",)
+    for variant in FLAVORS[peer]:
         mnt = tmp_path / variant
         mnt.mkdir()
-        serve(variant, "memory.py", str(mnt))
+        serve(variant, "memory.py", *args, str(mnt))
         seen[variant] = (_files_transcript(str(mnt), links=False),
                          _xattr_transcript(str(mnt)),
                          os.statvfs(str(mnt)).f_bsize)
-    assert seen["runner"] == seen[peer]
-    assert seen["import"] == seen[peer]
+    for variant in FLAVORS[peer][1:]:
+        assert seen[variant] == seen[peer], variant
+
+
+def _short_transcript(mnt: str) -> list[Any]:
+    """Steps whose calls depend on the signatures: create (fusepy passes (path, mode); mfusepy
+    also the flags unless create has two parameters), truncate by path and by descriptor
+    (fusepy passes the fh then), a listing. Errors are recorded, not raised."""
+    p = os.path.join(mnt, "f")
+    out: list[Any] = []
+
+    def create() -> Any:
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o640)
+        os.write(fd, b"0123456789")
+        os.close(fd)
+        return "created"
+    out.append(_errno(create))
+    out.append(_errno(lambda: open(p, "rb").read()))
+    out.append(_errno(lambda: os.truncate(p, 6)))
+
+    def ftruncate() -> Any:
+        with open(p, "r+b") as f:
+            os.ftruncate(f.fileno(), 3)
+        return os.stat(p).st_size
+    out.append(_errno(ftruncate))
+    out.append(sorted(os.listdir(mnt)))
+    return out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("flavor", ["fusepy", "mfusepy"])
+def test_original_signatures_called_as_the_original_does(serve, tmp_path, flavor):
+    """memory.py keeps fusepy's short ``create(self, path, mode)``; with and without
+    LoggingMixIn, each original and its pyfuse.compat module call it alike: fusepy with two
+    arguments (its LoggingMixIn's ``__call__`` included), mfusepy by the signature of the
+    attribute, which its own LoggingMixIn (``__getattribute__``) turns into ``*args``: there
+    mfusepy passes the flags and the create fails (EINVAL), on the original as on pyfuse."""
+    for mixin in (True, False):
+        seen = {}
+        for variant in FLAVORS[flavor]:
+            mnt = tmp_path / f"{variant}-{mixin}"
+            mnt.mkdir()
+            serve(variant, "memory.py", *(() if mixin else ("--plain",)), str(mnt))
+            seen[variant] = _short_transcript(str(mnt))
+        for variant in FLAVORS[flavor][1:]:
+            assert seen[variant] == seen[flavor], (mixin, variant, seen)
+        failed = flavor == "mfusepy" and mixin
+        assert (seen[flavor][0] == "EINVAL") is failed, seen
 
 
 @pytest.mark.timeout(120)
@@ -188,17 +241,17 @@ def _special_transcript(mnt: str) -> list[Any]:
 def test_raw_fi_context_tuples_and_offsets_behave_as_on_mfusepy(serve, tmp_path):
     """raw_fi objects that open() fills and later calls get back, fuse_get_context, readdir
     tuples with attributes, readdir_with_offset: as on mfusepy (fusepy has no
-    readdir_with_offset), through both ways in."""
+    readdir_with_offset), through both ways into pyfuse.compat.mfusepy."""
     seen = {}
-    for variant in ("mfusepy", *OURS):
+    for variant in FLAVORS["mfusepy"]:
         mnt = tmp_path / variant
         mnt.mkdir()
         serve(variant, "special.py", str(mnt))
         seen[variant] = _special_transcript(str(mnt))
     assert seen["mfusepy"][0] is True
-    assert seen["runner"] == seen["mfusepy"]
-    assert seen["import"] == seen["mfusepy"]
-    assert seen["runner"][1] == "/raw fh=1000 same=True direct_io=False\n"
+    assert seen["runner-m"] == seen["mfusepy"]
+    assert seen["import-m"] == seen["mfusepy"]
+    assert seen["runner-m"][1] == "/raw fh=1000 same=True direct_io=False\n"
 
 
 def _special(tmp_path: Any, variant: str) -> tuple[str, list[str], dict[str, str]]:
@@ -299,12 +352,33 @@ def test_native_run_foreground_false(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_runner_aliases_reach_child_pythons(tmp_path):
+    """A test suite run through the runner starts its filesystems with sys.executable: there
+    too ``import fuse``/``import mfusepy`` give pyfuse's modules (PYTHONPATH), and the
+    program's own PYTHONPATH entries are kept."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "code = 'import fuse, mfusepy, sys; print(fuse.__name__, mfusepy.__name__, "
+        "sys.path[1:3])'\n"
+        "print(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,"
+        " check=True).stdout, end='')\n")
+    env = dict(os.environ, PYTHONPATH="/nonexistent/keep-me")
+    r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(script)],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 0, r.stderr
+    names, _, path = r.stdout.partition(" [")
+    assert names.split() == ["pyfuse.compat", "pyfuse.compat.mfusepy"], r.stdout
+    assert "_aliases" in path and "/nonexistent/keep-me" in path, r.stdout
+
+
+@pytest.mark.timeout(60)
 def test_runner_runs_a_script_as_python_would(tmp_path):
-    """sys.argv, __name__ and the exit status are the script's; fuse and mfusepy are
-    pyfuse.compat."""
+    """sys.argv, __name__ and the exit status are the script's; fuse is pyfuse.compat and
+    mfusepy pyfuse.compat.mfusepy."""
     script = tmp_path / "prog.py"
-    script.write_text("import sys, fuse, mfusepy\nimport pyfuse.compat\n"
-                      "assert fuse is mfusepy is pyfuse.compat\n"
+    script.write_text("import sys, fuse, mfusepy\nimport pyfuse.compat.mfusepy\n"
+                      "assert fuse is pyfuse.compat and mfusepy is pyfuse.compat.mfusepy\n"
                       f"print(__name__, sys.argv[1:], sys.path[0] == {str(tmp_path)!r})\n"
                       "sys.exit(3)\n")
     r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(script), "a", "b"],

@@ -1,10 +1,13 @@
-"""fusepy and mfusepy filesystems on pyfuse, unchanged: ``import pyfuse.compat as fuse``.
+"""fusepy filesystems on pyfuse, unchanged: ``import pyfuse.compat as fuse`` (and mfusepy
+ones: ``import pyfuse.compat.mfusepy as mfusepy``).
 
-The public API of fusepy 3.0.1 and mfusepy 3.1 (``FUSE``, ``Operations``, ``LoggingMixIn``,
-``FuseOSError``, ``fuse_get_context``, ``fuse_exit``, ``ENOTSUP``, ``log_callback``,
-``overrides``, ...), served by pyfuse's session, loop and C readdir engine instead of ctypes.
-``python -m pyfuse.compat SCRIPT [ARGS...]`` runs an existing program with ``import fuse`` and
-``import mfusepy`` resolving here. docs/compat.md lists where behaviour differs.
+The public API of fusepy 3.0.1 (``FUSE``, ``Operations``, ``LoggingMixIn``, ``FuseOSError``,
+``fuse_get_context``, ``fuse_exit``, ``ENOTSUP``, the ctypes types and helpers, ...), served by
+pyfuse's session, loop and C readdir engine instead of ctypes, calling the filesystem's
+methods with exactly the arguments fusepy passes (through the class's own ``__call__`` when it
+has one). :mod:`pyfuse.compat.mfusepy` is mfusepy 3.1's module, calling as mfusepy does.
+``python -m pyfuse.compat SCRIPT [ARGS...]`` runs an existing program with ``import fuse``
+and ``import mfusepy`` resolving to them. docs/compat.md lists where behaviour differs.
 """
 from __future__ import annotations
 
@@ -22,18 +25,42 @@ from .._daemon import daemonize
 from ..session import context
 from ._adapter import CompatSession, adapt
 from ._convert import RawFileInfo
+from ._ctypes import (  # fusepy's ctypes names (for filesystems that use them themselves)
+    basestring,
+    c_dev_t,
+    c_fsblkcnt_t,
+    c_fsfilcnt_t,
+    c_gid_t,
+    c_mode_t,
+    c_off_t,
+    c_pid_t,
+    c_stat,
+    c_statvfs,
+    c_timespec,
+    c_uid_t,
+    c_utimbuf,
+    fuse_context,
+    fuse_operations,
+    get_fuse_version,
+    getxattr_t,
+    set_st_attrs,
+    setxattr_t,
+    time_of_timespec,
+)
 
 __all__ = ["FUSE", "Operations", "LoggingMixIn", "FuseOSError", "fuse_get_context",
            "fuse_exit", "ENOTSUP", "ENOATTR", "log_callback", "overrides", "fuse_file_info",
-           "fuse_version_major", "fuse_version_minor"]
+           "fuse_version_major", "fuse_version_minor", "basestring", "c_dev_t",
+           "c_fsblkcnt_t", "c_fsfilcnt_t", "c_gid_t", "c_mode_t", "c_off_t", "c_pid_t",
+           "c_stat", "c_statvfs", "c_timespec", "c_uid_t", "c_utimbuf", "fuse_context",
+           "fuse_operations", "getxattr_t", "set_st_attrs", "setxattr_t", "time_of_timespec"]
 
 log = logging.getLogger("fuse")
 
 ENOTSUP = errno.ENOTSUP
 ENOATTR = errno.ENODATA
 #: The libfuse pyfuse runs on (mfusepy programs test these).
-fuse_version_major = 3
-fuse_version_minor = 10
+fuse_version_major, fuse_version_minor = get_fuse_version()
 #: fusepy's name of the object ``raw_fi=True`` filesystems get.
 fuse_file_info = RawFileInfo
 
@@ -308,6 +335,9 @@ class FUSE:
     """
 
     OPTIONS = (("foreground", "-f"), ("debug", "-d"), ("nothreads", "-s"))
+    #: Whose calling conventions the filesystem's methods get ("fusepy"; the FUSE of
+    #: :mod:`pyfuse.compat.mfusepy` has "mfusepy").
+    flavor = "fusepy"
 
     def __init__(self, operations: Any, mountpoint: str, raw_fi: bool = False,
                  encoding: str = "utf-8", errors: str = "surrogateescape",
@@ -339,7 +369,7 @@ class FUSE:
                 continue  # fusepy drops false flags
             options[key] = value
         ops = adapt(operations, raw_fi=raw_fi, encoding=encoding, errors=errors,
-                    readdir_getattr=readdir_getattr)
+                    readdir_getattr=readdir_getattr, flavor=self.flavor)
         try:
             session = CompatSession(ops, os.fsdecode(mountpoint), threads=not nothreads,
                                     debug=debug, options=options, **session_kw)

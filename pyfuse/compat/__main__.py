@@ -2,9 +2,12 @@
 mfusepy program unchanged on pyfuse.
 
 ``import fuse`` and ``import mfusepy`` in the program (and in what it imports) resolve to
-:mod:`pyfuse.compat`; the program then runs as ``python SCRIPT ARGS`` would run it: as
-``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``,
-and its exit status.
+:mod:`pyfuse.compat` and :mod:`pyfuse.compat.mfusepy`; the program then runs as
+``python SCRIPT ARGS`` would run it: as ``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``,
+its directory first on ``sys.path``, and its exit status. The same names resolve the same way
+in the Python processes the program starts (test suites start their example filesystems with
+``sys.executable``): the directory of alias modules, ``pyfuse/compat/_aliases``, is put first
+on ``PYTHONPATH``.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import runpy
 import sys
 
 import pyfuse.compat
+import pyfuse.compat.mfusepy
 
 USAGE = ("usage: python -m pyfuse.compat SCRIPT [ARGS...]\n"
          "       python -m pyfuse.compat -m MODULE [ARGS...]")
@@ -22,8 +26,11 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if not argv else sys.stdout)
         raise SystemExit(2 if not argv else 0)
-    for name in ("fuse", "mfusepy"):
-        sys.modules[name] = pyfuse.compat
+    sys.modules["fuse"] = pyfuse.compat
+    sys.modules["mfusepy"] = pyfuse.compat.mfusepy
+    aliases = os.path.join(os.path.dirname(os.path.abspath(pyfuse.compat.__file__)), "_aliases")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [aliases, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     if argv[0] == "-m":
         if len(argv) < 2:
             print(USAGE, file=sys.stderr)

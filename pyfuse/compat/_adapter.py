@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import inspect
 import itertools
 import logging
 import os
@@ -48,16 +49,44 @@ class CompatSession(Session):
         return super()._fail(exc, op, where)
 
 
-def _caller(ops: Any, name: str) -> Callable[..., Any]:
-    """How fusepy calls operation ``name``: ``ops(name, *args)`` when the class defines its own
-    ``__call__`` (fusepy's LoggingMixIn does), else the method itself (the same result as
-    fusepy's base ``__call__``, one call cheaper)."""
+def _caller(ops: Any, name: str, flavor: str) -> Callable[..., Any]:
+    """How the original calls operation ``name``. fusepy: ``ops(name, *args)`` when the class
+    defines its own ``__call__`` (fusepy's LoggingMixIn does), else the method itself (the
+    same result as fusepy's base ``__call__``, one call cheaper). mfusepy: the attribute
+    (``ops.name``, through the class's ``__getattribute__``, which mfusepy's LoggingMixIn
+    overrides), never ``__call__``."""
+    if flavor == "mfusepy":
+        return getattr(ops, name)  # type: ignore[no-any-return]
     from . import Operations as CompatOperations  # the package imports this module
 
     call = next((vars(c)["__call__"] for c in type(ops).__mro__ if "__call__" in vars(c)), None)
     if call is not None and call is not CompatOperations.__dict__["__call__"]:
         return functools.partial(ops, name)
     return getattr(ops, name)  # type: ignore[no-any-return]
+
+
+def _as_called(calls: dict[str, Any], ops: Any, flavor: str, raw_fi: bool) -> None:
+    """The operations whose arguments the originals choose per call: ``calls[name]`` becomes
+    a function of pyfuse's arguments that passes exactly what the original passes.
+
+    - create without raw_fi, ``(path, mode, flags)``: fusepy passes ``(path, mode)``; mfusepy
+      ``(path, mode)`` when the attribute ``ops.create`` has two parameters (as
+      ``inspect.signature`` sees it: through mfusepy's LoggingMixIn a wrapper of ``*args``,
+      hence three), else ``(path, mode, flags)``.
+    - truncate, ``(path, length, fh or None)``: fusepy passes the fh when libfuse has one
+      (its ftruncate), mfusepy (libfuse 3) never.
+    """
+    create = calls.get("create")
+    if create is not None and not raw_fi:
+        if flavor == "fusepy" or len(inspect.signature(ops.create).parameters) == 2:
+            calls["create"] = lambda path, mode, flags: create(path, mode)
+    truncate = calls.get("truncate")
+    if truncate is not None:
+        if flavor == "fusepy":
+            calls["truncate"] = lambda path, length, fh: \
+                truncate(path, length) if fh is None else truncate(path, length, fh)
+        else:
+            calls["truncate"] = lambda path, length, fh: truncate(path, length)
 
 
 #: fusepy/mfusepy operations pyfuse.compat cannot serve, and why (refused at mount time).
@@ -113,14 +142,19 @@ class _Base(_PyfuseOperations):
 
 
 def adapt(ops: Any, raw_fi: bool = False, encoding: str = "utf-8",
-          errors: str = "surrogateescape", readdir_getattr: bool = True) -> _PyfuseOperations:
-    """A :class:`pyfuse.Operations` serving the fusepy-style ``ops``.
+          errors: str = "surrogateescape", readdir_getattr: bool = True,
+          flavor: str = "fusepy") -> _PyfuseOperations:
+    """A :class:`pyfuse.Operations` serving the fusepy-style ``ops``, calling its methods as
+    ``flavor`` ("fusepy" or "mfusepy") does.
 
     ``readdir_getattr``: when the kernel asks for readdirplus and ``readdir`` returned bare
     names (or type-only attributes), call ``getattr`` for each entry inside that request, so
     the kernel need not send a LOOKUP per entry afterwards."""
+    if flavor not in ("fusepy", "mfusepy"):
+        raise ValueError(f"flavor must be 'fusepy' or 'mfusepy', not {flavor!r}")
     names = implemented(ops)
-    calls = {name: _caller(ops, name) for name in names if hasattr(ops, name)}
+    calls = {name: _caller(ops, name, flavor) for name in names if hasattr(ops, name)}
+    _as_called(calls, ops, flavor, raw_fi)
     if "readdir_with_offset" in calls:
         calls["readdir"] = calls.pop("readdir_with_offset")
     use_ns = bool(getattr(ops, "use_ns", False))

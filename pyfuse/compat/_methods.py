@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import inspect
 import time
 from typing import Any, Optional
 
@@ -126,15 +125,11 @@ def _chown(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: boo
 
 def _truncate(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: bool,
               decode: Any) -> Any:
-    fn = calls[name]
-    takes_fh = _takes(fn, 3)
+    fn = calls[name]  # passes the fh on, or not, as the original does (adapter._as_called)
 
     def truncate(self: Any, path: str, size: int, fh: Optional[int]) -> None:
         p = decode(path) if decode else path
-        if fh is not None and takes_fh:
-            check(fn(p, size, self._fi(fh) if raw_fi else fh))
-        else:
-            check(fn(p, size))
+        check(fn(p, size, None if fh is None else self._fi(fh) if raw_fi else fh))
     return truncate
 
 
@@ -180,8 +175,7 @@ def _open(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: bool
 
 def _create(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: bool,
             decode: Any) -> Any:
-    fn = calls[name]
-    with_flags = _takes(fn, 3) and not raw_fi
+    fn = calls[name]  # takes the flags, or not, as the original passes them (_as_called)
 
     def create(self: Any, path: str, mode: int, flags: int) -> Any:
         p = decode(path) if decode else path
@@ -189,7 +183,7 @@ def _create(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: bo
             fi = RawFileInfo(flags)
             check(fn(p, mode, fi))
             return _fh_out(self, fi)
-        fh = fn(p, mode, flags) if with_flags else fn(p, mode)
+        fh = fn(p, mode, flags)
         return int(fh or 0) & 0xFFFFFFFFFFFFFFFF
     return create
 
@@ -432,17 +426,6 @@ def _entries(self: Any, path: str, with_offset: bool, items: list[Any], plus: bo
                     pass  # the kernel will look it up itself
         append((name, attr, off) if off else (name, attr) if attr is not None else name)
     return out
-
-
-def _takes(fn: Any, n: int) -> bool:
-    """Whether ``fn`` accepts ``n`` positional arguments (fusepy's optional ones vary)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return True
-    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)) >= n
 
 
 #: fusepy operation -> (the pyfuse method it becomes, its maker). None: handled elsewhere.

@@ -1,5 +1,6 @@
-"""fusepy's in-memory filesystem example (examples/memory.py), written against fusepy's API,
-with LoggingMixIn and use_ns. Usage: memory.py MOUNTPOINT"""
+"""fusepy's in-memory filesystem example (examples/memory.py), written against fusepy's API
+with its signatures (``create(path, mode)``, ``readdir(path, fh)``), with LoggingMixIn and
+use_ns. Usage: memory.py [--plain] MOUNTPOINT (--plain: the same class without LoggingMixIn)"""
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ from stat import S_IFDIR, S_IFLNK, S_IFREG
 from _pick import fuse
 
 
-class Memory(fuse.LoggingMixIn, fuse.Operations):
+class _Memory:
     use_ns = True
 
     def __init__(self):
@@ -32,7 +33,7 @@ class Memory(fuse.LoggingMixIn, fuse.Operations):
         self.files[path]["st_uid"] = uid
         self.files[path]["st_gid"] = gid
 
-    def create(self, path, mode, fi=None):
+    def create(self, path, mode):
         now = time.time_ns()
         self.files[path] = dict(st_mode=(S_IFREG | mode), st_nlink=1, st_size=0,
                                 st_ctime=now, st_mtime=now, st_atime=now)
@@ -126,6 +127,15 @@ class Memory(fuse.LoggingMixIn, fuse.Operations):
         return len(data)
 
 
+class Memory(fuse.LoggingMixIn, _Memory, fuse.Operations):
+    pass
+
+
+class PlainMemory(_Memory, fuse.Operations):
+    pass
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
-    fuse.FUSE(Memory(), sys.argv[1], foreground=True, attr_timeout=0, entry_timeout=0)
+    cls = PlainMemory if sys.argv[1] == "--plain" else Memory
+    fuse.FUSE(cls(), sys.argv[-1], foreground=True, attr_timeout=0, entry_timeout=0)
