@@ -6,7 +6,8 @@ APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd libfuse2
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
            $(wildcard pyfuse/*/*.py)
 
-.PHONY: demo test test-sanitize test-sdist test-pythons test-valgrind stress deps lint bench clean
+.PHONY: demo test test-sanitize test-sdist test-pythons test-originals test-valgrind stress deps \
+        lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
@@ -58,7 +59,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 test-sanitize: deps
 	@test -x $(SAN_VENV)/bin/python || $(PYTHON) -m venv $(SAN_VENV)
 	$(SAN_VENV)/bin/python -m pip install -q --upgrade pytest pytest-timeout hypothesis cffi \
-	  "setuptools>=77" wheel fusepy==3.0.1 "mfusepy>=3.1" "trio>=0.22"  # the test extra, and the build's
+	  "setuptools>=77" wheel fusepy==3.0.1 "mfusepy>=3.1" "trio>=0.22" \
+	  pyfuse3==3.5.0  # the test extra, and the build's
 	rm -rf build/temp.* build/lib.*  # setuptools reuses these whatever the flags: rebuild
 	PYFUSE_CFLAGS="$(SAN_FLAGS)" PYFUSE_LDFLAGS="-fsanitize=address,undefined" \
 	  $(SAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall .
@@ -112,6 +114,26 @@ test-pythons: deps
 	  (cd $$d/run && $$d/venv/bin/python -m pytest -p no:cacheprovider -q -m "not dev" \
 	    $(addprefix $(CURDIR)/tests/,$(CORE_TESTS)) $(PYTEST_ARGS)); \
 	done
+
+# The originals' own test suites, unchanged, on the originals and on pyfuse: pyfuse3 3.5.0's
+# sdist is downloaded, its test/ runs once on pyfuse3 itself (its own venv) and once through
+# `python -m pyfuse.compat -m pytest` (pyfuse's venv); every test that passes on the original
+# must pass on pyfuse (tests/originals/compare.py). Their pytest.ini stops at the first
+# failure (-x); addopts is cleared so that every test runs on both. (llfuse: not yet served.)
+ORIG_DIR := $(CURDIR)/build/originals
+ORIG_PYTEST := -p no:cacheprovider -o addopts= -q
+test-originals: deps $(VENV)/.installed
+	rm -rf $(ORIG_DIR) && mkdir -p $(ORIG_DIR)
+	$(PYTHON) -m venv $(ORIG_DIR)/venv
+	$(ORIG_DIR)/venv/bin/python -m pip install -q pyfuse3==3.5.0 pytest trio
+	$(VPY) -m pip download -q --no-deps --no-binary :all: -d $(ORIG_DIR) pyfuse3==3.5.0
+	tar -xzf $(ORIG_DIR)/pyfuse3-3.5.0.tar.gz -C $(ORIG_DIR)
+	cd $(ORIG_DIR)/pyfuse3-3.5.0 && $(ORIG_DIR)/venv/bin/python -m pytest test/ $(ORIG_PYTEST) \
+	  --junitxml=$(ORIG_DIR)/pyfuse3-original.xml || true
+	cd $(ORIG_DIR)/pyfuse3-3.5.0 && $(CURDIR)/$(VPY) -m pyfuse.compat -m pytest test/ \
+	  $(ORIG_PYTEST) --junitxml=$(ORIG_DIR)/pyfuse3-pyfuse.xml || true
+	$(VPY) tests/originals/compare.py pyfuse3-3.5.0 $(ORIG_DIR)/pyfuse3-original.xml \
+	  $(ORIG_DIR)/pyfuse3-pyfuse.xml
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

@@ -292,17 +292,19 @@ class BaseSession:
         request it is part of)."""
         return bool(lib.pyfuse_in_request())
 
-    def _notify(self, what: str, fn: Callable[..., int], *args: Any) -> None:
+    def _notify(self, what: str, fn: Callable[..., int], *args: Any, later: bool = False,
+                now: bool = False) -> None:
         """Send a notification ``fn(c_session, *args)``: at once from any other thread (an
         OSError if the kernel refuses it), or, from inside a handler, from pyfuse's notifier
         thread once the handler has let go (libfuse: some notifications wait for requests on
         the same inode to finish, so sending one from a handler of such a request would wait
         forever). ENOENT (nothing cached) is not an error. Raises RuntimeError once the
-        session has ended."""
+        session has ended. ``later``: always from the notifier thread (never waits); ``now``:
+        always at once, from this thread (pyfuse3's rule: the caller avoids the deadlock)."""
         if self._c == ffi.NULL or self._stopping:
             raise RuntimeError(f"{what}: the session of {self.mountpoint} has ended "
                                "(or was never mounted)")
-        if self._in_handler():
+        if later or (not now and self._in_handler()):
             with self._c_lock:
                 if self._notifier is None:
                     self._notifier = _Notifier(self)

@@ -1,13 +1,12 @@
-"""``python -m pyfuse.compat SCRIPT [ARGS...]`` (or ``-m MODULE [ARGS...]``): run a fusepy or
-mfusepy program unchanged on pyfuse.
-
-``import fuse`` and ``import mfusepy`` in the program (and in what it imports) resolve to
-:mod:`pyfuse.compat` and :mod:`pyfuse.compat.mfusepy`; the program then runs as
-``python SCRIPT ARGS`` would run it: as ``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``,
-its directory first on ``sys.path``, and its exit status. The same names resolve the same way
-in the Python processes the program starts (test suites start their example filesystems with
-``sys.executable``): the directory of alias modules, ``pyfuse/compat/_aliases``, is put first
-on ``PYTHONPATH``.
+"""``python -m pyfuse.compat SCRIPT [ARGS...]`` (or ``-m MODULE [ARGS...]``): run a fusepy,
+mfusepy or pyfuse3 program unchanged on pyfuse. ``import fuse``, ``import mfusepy`` and
+``import pyfuse3`` (with ``pyfuse3.asyncio`` and the old ``pyfuse3_asyncio``) in the program
+(and in what it imports) resolve to :mod:`pyfuse.compat`, :mod:`pyfuse.compat.mfusepy` and
+:mod:`pyfuse.compat.pyfuse3`; the program then runs as ``python SCRIPT ARGS`` would run it: as
+``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``, and
+its exit status. The same names resolve the same way in the Python processes the program starts
+(test suites start their example filesystems with ``sys.executable``): the directory of alias
+modules, ``pyfuse/compat/_aliases``, is put first on ``PYTHONPATH``.
 """
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ import sys
 
 import pyfuse.compat
 import pyfuse.compat.mfusepy
+import pyfuse.compat.pyfuse3
 
 USAGE = ("usage: python -m pyfuse.compat SCRIPT [ARGS...]\n"
          "       python -m pyfuse.compat -m MODULE [ARGS...]")
@@ -28,6 +28,9 @@ def main(argv: list[str]) -> None:
         raise SystemExit(2 if not argv else 0)
     sys.modules["fuse"] = pyfuse.compat
     sys.modules["mfusepy"] = pyfuse.compat.mfusepy
+    sys.modules["pyfuse3"] = pyfuse.compat.pyfuse3
+    sys.modules["pyfuse3.asyncio"] = pyfuse.compat.pyfuse3.asyncio
+    sys.modules["pyfuse3_asyncio"] = pyfuse.compat.pyfuse3.asyncio
     aliases = os.path.join(os.path.dirname(os.path.abspath(pyfuse.compat.__file__)), "_aliases")
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [aliases, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])

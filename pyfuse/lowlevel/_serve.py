@@ -14,6 +14,7 @@ import threading
 from types import TracebackType
 from typing import Any, Callable, Optional
 
+from .._pyfuse_c import ffi
 from ._loops import AsyncioLoop, TrioLoop
 from .operations import Operations
 from .session import Session
@@ -109,6 +110,18 @@ class serving:  # noqa: N801  (used as a function)
             raise ValueError("serving() runs in the caller's process: foreground=False "
                              "(daemonizing) is for run()")
         self.session = Session(ops, mountpoint, **kwargs)
+        self._init()
+
+    @classmethod
+    def of(cls, session: Session) -> serving:
+        """Serve ``session``, already made (and maybe mounted already: then it is not
+        mounted again), as :class:`serving` serves its own."""
+        self = cls.__new__(cls)
+        self.session = session
+        self._init()
+        return self
+
+    def _init(self) -> None:
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
         self._nursery_cm: Any = None
@@ -117,7 +130,8 @@ class serving:  # noqa: N801  (used as a function)
         s = self.session
         try:
             try:
-                s.mount()
+                if s._c == ffi.NULL:
+                    s.mount()
             except BaseException as e:
                 self._error = e
                 return

@@ -1,0 +1,236 @@
+"""pyfuse3's value types, as pyfuse3 3.5 defines them: EntryAttributes, FileInfo,
+StatvfsData, SetattrFields, RequestContext, FUSEError, ReaddirToken, the NewTypes, and their
+conversions to pyfuse's (:class:`pyfuse.Attr`, :class:`pyfuse.lowlevel.Entry`, ...)."""
+from __future__ import annotations
+
+import errno as _errno
+import os
+import stat
+from typing import Any, Optional
+
+from ...lowlevel import (
+    SET_ATIME,
+    SET_CTIME,
+    SET_GID,
+    SET_MODE,
+    SET_MTIME,
+    SET_SIZE,
+    SET_UID,
+    Entry,
+)
+from ...types import Attr, StatVFS
+from ...types import FileInfo as _PyfuseFileInfo
+
+__all__ = ["FileHandleT", "FileNameT", "FlagT", "InodeT", "ModeT", "XAttrNameT",
+           "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields", "RequestContext",
+           "FUSEError", "ReaddirToken", "to_entry", "to_attr", "from_attr", "to_fileinfo",
+           "to_statvfs", "setattr_fields"]
+
+#: pyfuse3 3.5's type aliases (plain aliases there too: ``FileHandleT(x)`` is ``int(x)``).
+FileHandleT = int
+FileNameT = bytes
+FlagT = int
+InodeT = int
+ModeT = int
+XAttrNameT = bytes
+
+_STAT_FIELDS = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_rdev", "st_size",
+                "st_blksize", "st_blocks", "st_atime_ns", "st_ctime_ns", "st_mtime_ns",
+                "st_birthtime_ns")
+
+
+class EntryAttributes:
+    """Attributes of a directory entry (pyfuse3's): the ``stat`` fields with nanosecond
+    times, ``st_ino``, ``generation`` and the two timeouts (300 s by default, as
+    pyfuse3's)."""
+
+    __slots__ = ("st_ino", "generation", "entry_timeout", "attr_timeout", *_STAT_FIELDS)
+
+    def __init__(self) -> None:
+        self.st_ino = 0
+        self.generation = 0
+        self.entry_timeout: float = 300
+        self.attr_timeout: float = 300
+        self.st_mode = stat.S_IFREG
+        self.st_nlink = 1
+        self.st_uid = self.st_gid = self.st_rdev = self.st_size = self.st_blocks = 0
+        self.st_blksize = 4096
+        self.st_atime_ns = self.st_ctime_ns = self.st_mtime_ns = self.st_birthtime_ns = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __copy__(self) -> EntryAttributes:
+        new = EntryAttributes()
+        new.__setstate__(self.__getstate__())
+        return new
+
+    def __repr__(self) -> str:
+        return f"EntryAttributes(st_ino={self.st_ino}, st_mode={self.st_mode:#o}, " \
+               f"st_size={self.st_size})"
+
+
+class FileInfo:
+    """What open and create return: the file handle and the per-open flags."""
+
+    __slots__ = ("fh", "direct_io", "keep_cache", "nonseekable")
+
+    def __init__(self, fh: int = 0, direct_io: bool = False, keep_cache: bool = True,
+                 nonseekable: bool = False) -> None:
+        self.fh, self.direct_io = fh, direct_io
+        self.keep_cache, self.nonseekable = keep_cache, nonseekable
+
+
+class StatvfsData:
+    """What statfs returns."""
+
+    __slots__ = ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
+                 "f_ffree", "f_favail", "f_namemax")
+    f_bsize: int
+    f_frsize: int
+    f_blocks: int
+    f_bfree: int
+    f_bavail: int
+    f_files: int
+    f_ffree: int
+    f_favail: int
+    f_namemax: int
+
+    def __init__(self) -> None:
+        for k in self.__slots__:
+            setattr(self, k, 0)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __copy__(self) -> StatvfsData:
+        new = StatvfsData()
+        new.__setstate__(self.__getstate__())
+        return new
+
+
+class _Unpicklable:
+    __slots__ = ()
+
+    def __getstate__(self) -> None:
+        from pickle import PicklingError
+
+        raise PicklingError(f"{type(self).__name__} instances can't be pickled")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self.__getstate__()
+
+
+class SetattrFields(_Unpicklable):
+    """Which fields a setattr changes."""
+
+    __slots__ = ("update_atime", "update_mtime", "update_ctime", "update_mode", "update_uid",
+                 "update_gid", "update_size")
+    update_atime: bool
+    update_mtime: bool
+    update_ctime: bool
+    update_mode: bool
+    update_uid: bool
+    update_gid: bool
+    update_size: bool
+
+    def __init__(self) -> None:
+        for k in self.__slots__:
+            setattr(self, k, False)
+
+
+class RequestContext(_Unpicklable):
+    """The caller of a request: uid, gid, pid, umask."""
+
+    __slots__ = ("uid", "gid", "pid", "umask")
+
+    def __init__(self, uid: int = 0, gid: int = 0, pid: int = 0, umask: int = 0) -> None:
+        self.uid, self.gid, self.pid, self.umask = uid, gid, pid, umask
+
+
+class FUSEError(Exception):
+    """``raise FUSEError(errno.ENOENT)``: the errno the caller sees."""
+
+    def __init__(self, errno: int) -> None:  # noqa: A002 (pyfuse3's parameter name)
+        super().__init__(errno)
+        self._errno = errno
+
+    @property
+    def errno(self) -> int:
+        return self._errno
+
+    @property
+    def errno_(self) -> int:
+        return self._errno
+
+    def __str__(self) -> str:
+        return os.strerror(self._errno)
+
+    def __reduce__(self) -> Any:
+        return (FUSEError, (self._errno,))
+
+
+class ReaddirToken:
+    """Where readdir_reply puts a listing's entries (pyfuse3's token)."""
+
+    __slots__ = ("entries", "room")
+
+    def __init__(self, room: int) -> None:
+        self.entries: list[tuple[str, Optional[Attr], int]] = []
+        self.room = room
+
+
+def to_attr(a: EntryAttributes) -> Attr:
+    return Attr(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+                a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns)
+
+
+def to_entry(a: Any, what: str) -> Entry:
+    if not isinstance(a, EntryAttributes):
+        raise TypeError(f"{what} must return an EntryAttributes, not {type(a).__name__}")
+    return Entry(to_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
+
+
+def from_attr(a: Attr) -> EntryAttributes:
+    e = EntryAttributes()
+    e.st_ino, e.st_mode, e.st_nlink, e.st_uid, e.st_gid = a.ino, a.mode, a.nlink, a.uid, a.gid
+    e.st_size, e.st_blocks, e.st_rdev, e.st_blksize = a.size, a.blocks, a.rdev, a.blksize
+    e.st_atime_ns, e.st_mtime_ns, e.st_ctime_ns = a.atime_ns, a.mtime_ns, a.ctime_ns
+    return e
+
+
+def to_fileinfo(fi: Any, what: str) -> _PyfuseFileInfo:
+    if isinstance(fi, FileInfo):
+        return _PyfuseFileInfo(int(fi.fh), bool(fi.direct_io), bool(fi.keep_cache),
+                               bool(fi.nonseekable))
+    raise TypeError(f"{what} must return a pyfuse3.FileInfo, not {type(fi).__name__}")
+
+
+def to_statvfs(v: Any) -> StatVFS:
+    if not isinstance(v, StatvfsData):
+        raise TypeError(f"statfs must return a StatvfsData, not {type(v).__name__}")
+    return StatVFS(v.f_bsize, v.f_frsize, v.f_blocks, v.f_bfree, v.f_bavail, v.f_files,
+                   v.f_ffree, v.f_favail, 0, 0, v.f_namemax)
+
+
+def setattr_fields(to_set: int) -> SetattrFields:
+    f = SetattrFields()
+    f.update_mode = bool(to_set & SET_MODE)
+    f.update_uid = bool(to_set & SET_UID)
+    f.update_gid = bool(to_set & SET_GID)
+    f.update_size = bool(to_set & SET_SIZE)
+    f.update_atime = bool(to_set & SET_ATIME)
+    f.update_mtime = bool(to_set & SET_MTIME)
+    f.update_ctime = bool(to_set & SET_CTIME)
+    return f
+
+
+ENOATTR = _errno.ENODATA

@@ -1,0 +1,74 @@
+"""pyfuse.compat.pyfuse3: a filesystem written against pyfuse3's API (tests/compat_fs/p3fs.py)
+runs unchanged under trio and asyncio, through ``python -m pyfuse.compat`` and through
+``import pyfuse.compat.pyfuse3``, and a client sees what it sees on the real pyfuse3 3.5
+(same client, transcripts compared). pyfuse3's own test suite is run unchanged by
+``make test-originals``."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Iterator
+
+import pytest
+from test_compat import FS, _files_transcript, _xattr_transcript  # noqa: E402
+
+from pyfuse import testing
+
+VARIANTS: dict[str, tuple[list[str], list[str], str]] = {
+    "pyfuse3": ([sys.executable], [], "pyfuse3"),
+    "pyfuse3-asyncio": ([sys.executable], ["--asyncio"], "pyfuse3"),
+    "runner": ([sys.executable, "-m", "pyfuse.compat"], [], "pyfuse3"),
+    "runner-asyncio": ([sys.executable, "-m", "pyfuse.compat"], ["--asyncio"], "pyfuse3"),
+    "import": ([sys.executable], [], "pyfuse.compat.pyfuse3"),
+}
+
+
+@pytest.fixture
+def serve(tmp_path: Any) -> Iterator[Callable[[str], str]]:
+    stack: list[Any] = []
+
+    def _serve(variant: str) -> str:
+        prefix, args, module = VARIANTS[variant]
+        if module == "pyfuse3" and not variant.startswith("runner") \
+                and importlib.util.find_spec("pyfuse3") is None:
+            pytest.fail("pyfuse3 is not installed (the test extra installs it on Python "
+                        ">= 3.10, which pyfuse3 3.5 requires)")
+        mnt = str(tmp_path / variant)
+        os.mkdir(mnt)
+        env = dict(os.environ, PYFUSE3_MODULE=module)
+        cm = testing.mounted_process([*prefix, os.path.join(FS, "p3fs.py"), *args, mnt], mnt,
+                                     log=str(tmp_path / f"{variant}.log"), env=env)
+        cm.__enter__()
+        stack.append(cm)
+        return mnt
+
+    yield _serve
+    while stack:
+        stack.pop().__exit__(None, None, None)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+def test_pyfuse3_filesystem_behaves_as_on_pyfuse3(serve: Any) -> None:
+    seen = {}
+    for variant in VARIANTS:
+        mnt = serve(variant)
+        seen[variant] = (_files_transcript(mnt, links=False), _xattr_transcript(mnt),
+                         os.statvfs(mnt).f_blocks)
+    for variant in ("runner", "runner-asyncio", "import"):
+        assert seen[variant] == seen["pyfuse3"], variant
+    assert seen["pyfuse3-asyncio"] == seen["pyfuse3"]
+
+
+def test_runner_maps_pyfuse3(tmp_path: Any) -> None:
+    import subprocess
+
+    script = tmp_path / "p.py"
+    script.write_text("import pyfuse3, pyfuse3.asyncio, pyfuse3_asyncio\n"
+                      "print(pyfuse3.__name__, pyfuse3.asyncio.__name__, "
+                      "pyfuse3_asyncio.__name__)\n")
+    r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(script)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.stdout.split() == ["pyfuse.compat.pyfuse3", "pyfuse.compat.pyfuse3.asyncio",
+                                "pyfuse.compat.pyfuse3.asyncio"], r.stderr
