@@ -115,25 +115,34 @@ test-pythons: deps
 	    $(addprefix $(CURDIR)/tests/,$(CORE_TESTS)) $(PYTEST_ARGS)); \
 	done
 
-# The originals' own test suites, unchanged, on the originals and on pyfuse: pyfuse3 3.5.0's
-# sdist is downloaded, its test/ runs once on pyfuse3 itself (its own venv) and once through
-# `python -m pyfuse.compat -m pytest` (pyfuse's venv); every test that passes on the original
-# must pass on pyfuse (tests/originals/compare.py). Their pytest.ini stops at the first
-# failure (-x); addopts is cleared so that every test runs on both. (llfuse: not yet served.)
+# The originals' own test suites, unchanged, on the originals and on pyfuse: the sdists of
+# pyfuse3 3.5.0 and llfuse 1.5.2 are downloaded, each one's test/ runs once on the original
+# (installed in a venv of its own; llfuse builds against libfuse 2's headers, libfuse-dev) and
+# once through `python -m pyfuse.compat -m pytest` (pyfuse's venv); every test that passes on
+# the original must pass on pyfuse (tests/originals/compare.py). Their pytest.ini stops at the
+# first failure (-x): addopts is cleared so that every test runs on both.
 ORIG_DIR := $(CURDIR)/build/originals
 ORIG_PYTEST := -p no:cacheprovider -o addopts= -q
+ORIGINALS := pyfuse3-3.5.0 llfuse-1.5.2
 test-originals: deps $(VENV)/.installed
+	@dpkg -s libfuse-dev >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfuse-dev >/dev/null; } || \
+	  { echo "llfuse builds against libfuse 2: apt-get install libfuse-dev"; exit 1; }
 	rm -rf $(ORIG_DIR) && mkdir -p $(ORIG_DIR)
-	$(PYTHON) -m venv $(ORIG_DIR)/venv
-	$(ORIG_DIR)/venv/bin/python -m pip install -q pyfuse3==3.5.0 pytest trio
-	$(VPY) -m pip download -q --no-deps --no-binary :all: -d $(ORIG_DIR) pyfuse3==3.5.0
-	tar -xzf $(ORIG_DIR)/pyfuse3-3.5.0.tar.gz -C $(ORIG_DIR)
-	cd $(ORIG_DIR)/pyfuse3-3.5.0 && $(ORIG_DIR)/venv/bin/python -m pytest test/ $(ORIG_PYTEST) \
-	  --junitxml=$(ORIG_DIR)/pyfuse3-original.xml || true
-	cd $(ORIG_DIR)/pyfuse3-3.5.0 && $(CURDIR)/$(VPY) -m pyfuse.compat -m pytest test/ \
-	  $(ORIG_PYTEST) --junitxml=$(ORIG_DIR)/pyfuse3-pyfuse.xml || true
-	$(VPY) tests/originals/compare.py pyfuse3-3.5.0 $(ORIG_DIR)/pyfuse3-original.xml \
-	  $(ORIG_DIR)/pyfuse3-pyfuse.xml
+	@set -e; status=0; for o in $(ORIGINALS); do \
+	  pkg=$${o%-*}; ver=$${o##*-}; v=$(ORIG_DIR)/venv-$$pkg; \
+	  echo "== $$o: the original, then pyfuse"; \
+	  $(PYTHON) -m venv $$v; $$v/bin/python -m pip install -q "$$pkg==$$ver" pytest trio; \
+	  $(VPY) -m pip download -q --no-deps --no-binary :all: -d $(ORIG_DIR) "$$pkg==$$ver"; \
+	  tar -xzf $(ORIG_DIR)/$$o.tar.gz -C $(ORIG_DIR); \
+	  (cd $(ORIG_DIR)/$$o && $$v/bin/python -m pytest test/ $(ORIG_PYTEST) \
+	    --junitxml=$(ORIG_DIR)/$$o-original.xml) || true; \
+	  (cd $(ORIG_DIR)/$$o && $(CURDIR)/$(VPY) -m pyfuse.compat -m pytest test/ $(ORIG_PYTEST) \
+	    --junitxml=$(ORIG_DIR)/$$o-pyfuse.xml) || true; \
+	  $(VPY) tests/originals/compare.py $$o $(ORIG_DIR)/$$o-original.xml \
+	    $(ORIG_DIR)/$$o-pyfuse.xml || status=1; \
+	done; exit $$status
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

@@ -46,6 +46,9 @@ IMPLS: dict[str, list[str]] = {
     "fusepy": [PY, "-m", "bench.peers.fusepy_tree"],
     # bench/peers' fusepy filesystem, unchanged, through pyfuse.compat's runner
     "pyfuse-compat": [PY, "-m", "pyfuse.compat", "-m", "bench.peers.fusepy_tree"],
+    # bench/peers' pyfuse3 and llfuse filesystems, unchanged, through the runner
+    "pyfuse3-compat": [PY, "-m", "pyfuse.compat", "-m", "bench.peers.pyfuse3_tree"],
+    "llfuse-compat": [PY, "-m", "pyfuse.compat", "-m", "bench.peers.llfuse_tree"],
 }
 # (workloads, daemon flags). W1/W5: single-threaded, caching off (the targets); W1mt/W5mt: the
 # same on the default multi-threaded loop. W2, W3 and walk: default caching, on the default loop

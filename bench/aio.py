@@ -8,7 +8,8 @@ daemon's threads.
   C loop single-threaded, the example's default: every slow handler is async);
 - pyfuse: bench/slow_path.py, the path API, ``def read`` sleeping on the loop's threads
   (default loop: up to 10 workers);
-- pyfuse3: bench/peers/pyfuse3_latency.py, trio, up to 512 worker tasks.
+- pyfuse3: bench/peers/pyfuse3_latency.py, trio, up to 512 worker tasks;
+- pyfuse3-compat: the same file through ``python -m pyfuse.compat`` (pyfuse.compat.pyfuse3).
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ AIO_IMPLS: dict[str, list[str]] = {
     "pyfuse-ll": [PY, "-m", "pyfuse.examples.latency", "{mnt}", "--delay", DELAY],
     "pyfuse": [PY, os.path.join(HERE, "slow_path.py"), "{mnt}", "--delay", DELAY],
     "pyfuse3": [PY, "-m", "bench.peers.pyfuse3_latency", "{mnt}", "--delay", DELAY],
+    # the same pyfuse3 filesystem, unchanged, through pyfuse.compat's runner
+    "pyfuse3-compat": [PY, "-m", "pyfuse.compat", "-m", "bench.peers.pyfuse3_latency", "{mnt}",
+                       "--delay", DELAY],
 }
 AIO_WORKLOADS = ["A1", "A16", "A256"]
 

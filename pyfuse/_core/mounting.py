@@ -227,9 +227,11 @@ class BaseSession:
         self.connection = fuse_device(self.mountpoint)
         log.debug("mounted %s (connection %s)", self.mountpoint, self.connection)
 
-    def loop(self) -> None:
+    def loop(self) -> Optional[int]:
         """Serve requests until unmounted or stopped; then unmount and free the session.
-        Re-raises a KeyboardInterrupt/SystemExit that a handler raised."""
+        Returns the number of the signal that ended it (SIGINT, SIGTERM, SIGHUP, when
+        ``signals``), else None. Re-raises a KeyboardInterrupt/SystemExit that a handler
+        raised."""
         signals = self._signals
         if signals is None:
             signals = threading.current_thread() is threading.main_thread()
@@ -248,6 +250,8 @@ class BaseSession:
             raise OSError(-rc, f"the FUSE loop failed: {os.strerror(-rc)}")
         if rc > 0:
             log.info("%s: signal %d received, unmounted", self.mountpoint, rc)
+            return int(rc)
+        return None
 
     def _teardown(self) -> None:
         if self._c != ffi.NULL:

@@ -1,12 +1,13 @@
 """``python -m pyfuse.compat SCRIPT [ARGS...]`` (or ``-m MODULE [ARGS...]``): run a fusepy,
 mfusepy or pyfuse3 program unchanged on pyfuse. ``import fuse``, ``import mfusepy`` and
 ``import pyfuse3`` (with ``pyfuse3.asyncio`` and the old ``pyfuse3_asyncio``) in the program
-(and in what it imports) resolve to :mod:`pyfuse.compat`, :mod:`pyfuse.compat.mfusepy` and
-:mod:`pyfuse.compat.pyfuse3`; the program then runs as ``python SCRIPT ARGS`` would run it: as
-``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``, and
-its exit status. The same names resolve the same way in the Python processes the program starts
-(test suites start their example filesystems with ``sys.executable``): the directory of alias
-modules, ``pyfuse/compat/_aliases``, is put first on ``PYTHONPATH``.
+(and in what it imports) resolve to :mod:`pyfuse.compat`, :mod:`pyfuse.compat.mfusepy`,
+:mod:`pyfuse.compat.pyfuse3` and :mod:`pyfuse.compat.llfuse`; the program then runs as ``python
+SCRIPT ARGS`` would run it: as ``__main__``, with ``sys.argv`` = ``[SCRIPT, *ARGS]``, its
+directory first on ``sys.path``, and its exit status. The same names resolve the same way in
+the Python processes the program starts (test suites start their example filesystems with
+``sys.executable``): the directory of alias modules, ``pyfuse/compat/_aliases``, is put first
+on ``PYTHONPATH``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import runpy
 import sys
 
 import pyfuse.compat
+import pyfuse.compat.llfuse
 import pyfuse.compat.mfusepy
 import pyfuse.compat.pyfuse3
 
@@ -29,6 +31,7 @@ def main(argv: list[str]) -> None:
     sys.modules["fuse"] = pyfuse.compat
     sys.modules["mfusepy"] = pyfuse.compat.mfusepy
     sys.modules["pyfuse3"] = pyfuse.compat.pyfuse3
+    sys.modules["llfuse"] = pyfuse.compat.llfuse
     sys.modules["pyfuse3.asyncio"] = pyfuse.compat.pyfuse3.asyncio
     sys.modules["pyfuse3_asyncio"] = pyfuse.compat.pyfuse3.asyncio
     aliases = os.path.join(os.path.dirname(os.path.abspath(pyfuse.compat.__file__)), "_aliases")

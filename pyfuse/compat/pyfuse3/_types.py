@@ -189,8 +189,10 @@ class ReaddirToken:
 
 
 def to_attr(a: EntryAttributes) -> Attr:
+    # times as ints: a program may have set a float (llfuse's C struct truncated it)
     return Attr(a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
-                a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns)
+                a.st_rdev, a.st_blksize, int(a.st_atime_ns), int(a.st_mtime_ns),
+                int(a.st_ctime_ns))
 
 
 def to_entry(a: Any, what: str) -> Entry:
