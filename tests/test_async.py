@@ -330,3 +330,89 @@ def test_interrupt_stress_path_api(mount_ops: Any, mnt: str) -> None:
     assert wait_for(lambda: waiting(s) == 0, 15), waiting(s)
     assert ops.seen > 0
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # Python's view: untouched
+
+
+class Blocking(pyfuse.Operations):
+    """The path API: ``/slow`` reads poll for an interrupt (up to 30 s); ``/hold`` reads block
+    the serving thread for ``hold`` seconds without looking; ``/quick`` answers at once."""
+
+    def __init__(self) -> None:
+        self.seen_interrupt = threading.Event()
+        self.started: dict[str, threading.Event] = {"slow": threading.Event(),
+                                                     "hold": threading.Event()}
+        self.reads: list[str] = []
+        self.opened: list[str] = []
+        self.hold = 2.0
+
+    def getattr(self, path: str, fh: Optional[int]) -> Attr:
+        if path == "/":
+            return ROOT
+        if path in ("/slow", "/hold", "/quick"):
+            return Attr(mode=stat.S_IFREG | 0o644, size=4096)
+        raise FuseError(errno.ENOENT)
+
+    def open(self, path: str, flags: int) -> FileInfo:
+        self.opened.append(path[1:])
+        return FileInfo(direct_io=True)
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        name = path[1:]
+        self.reads.append(name)
+        if name in self.started:
+            self.started[name].set()
+        if name == "slow":
+            ctx = pyfuse.context()
+            for _ in range(3000):
+                if ctx.interrupted:
+                    self.seen_interrupt.set()
+                    raise FuseError(errno.EINTR)
+                time.sleep(0.01)
+        elif name == "hold":
+            time.sleep(self.hold)
+        return b"x" * min(size, 4096 - offset) if offset < 4096 else b""
+
+
+def _reader(path: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import os,sys\n"
+                             "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+                             "print('opened', flush=True)\n"
+                             "os.read(fd, 4096)\n", path],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.timeout(60)
+def test_path_api_interrupt_orderings(mount_ops: Any, mnt: str, tmp_path: Any) -> None:
+    """The path API (its replies are libfuse's): an INTERRUPT during a handler (it sees
+    ``context().interrupted`` and answers EINTR); one that comes while the request still
+    waits in the kernel's queue (a single-threaded loop held by another request: the kernel
+    drops the request, the handler never runs); one after the reply (nothing happens)."""
+    ops = Blocking()
+    s = mount_ops(ops, config=NO_CACHE, options={"intr": True})
+    # during (the multi-threaded loop: another thread reads the INTERRUPT)
+    p = _reader(os.path.join(mnt, "slow"))
+    assert ops.started["slow"].wait(10)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(10) == -signal.SIGINT
+    assert ops.seen_interrupt.wait(5)
+    # after the reply
+    with open(os.path.join(mnt, "quick"), "rb") as f:
+        assert len(f.read()) == 4096
+    assert wait_for(lambda: waiting(s) == 0)
+    # before: on a single-threaded loop /hold keeps the only thread; a /quick read waits in
+    # the kernel's queue behind it
+    one = Blocking()
+    m2 = str(tmp_path / "m2")
+    os.mkdir(m2)
+    with pyfuse.testing.mounted(one, m2, config=NO_CACHE, threads=False) as s2:
+        hold = _reader(os.path.join(m2, "hold"))
+        assert one.started["hold"].wait(10)
+        quick = _reader(os.path.join(m2, "quick"))
+        assert quick.stdout is not None
+        time.sleep(0.5)  # its OPEN (then READ) is queued behind /hold's READ
+        quick.send_signal(signal.SIGKILL)
+        assert quick.wait(5) == -signal.SIGKILL  # gone while /hold still runs
+        assert hold.wait(10) == 0
+        assert "quick" not in one.opened  # the kernel dropped its OPEN: no handler ran
+        with open(os.path.join(m2, "quick"), "rb") as f:
+            assert len(f.read()) == 4096
+        assert wait_for(lambda: waiting(s2) == 0)
