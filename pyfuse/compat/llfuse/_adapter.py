@@ -12,14 +12,13 @@ import stat
 from typing import Any, Callable, Iterator, Optional
 
 from ... import lowlevel as ll
-from ..._core.context import context
 from ...errors import FuseError
 from ...types import FileInfo
 from ..pyfuse3._types import (
     ENOATTR,
     FUSEError,
-    RequestContext,
     from_attr,
+    request_context,
     setattr_fields,
     to_attr,
     to_entry,
@@ -30,11 +29,7 @@ __all__ = ["adapt"]
 
 _enc = os.fsencode
 _dec = os.fsdecode
-
-
-def _ctx() -> RequestContext:
-    c = context()
-    return RequestContext(c.uid, c.gid, c.pid, c.umask)
+_ctx = request_context
 
 
 def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:

@@ -12,7 +12,6 @@ import stat
 from typing import Any, Callable, Optional
 
 from ... import lowlevel as ll
-from ..._core.context import context
 from ..._core.readdir import READDIR_BATCH
 from ...errors import FuseError
 from ._ops import Operations
@@ -20,8 +19,8 @@ from ._types import (
     ENOATTR,
     FUSEError,
     ReaddirToken,
-    RequestContext,
     from_attr,
+    request_context,
     setattr_fields,
     to_entry,
     to_fileinfo,
@@ -32,11 +31,7 @@ __all__ = ["adapt"]
 
 _enc = os.fsencode
 _dec = os.fsdecode
-
-
-def _ctx() -> RequestContext:
-    c = context()
-    return RequestContext(c.uid, c.gid, c.pid, c.umask)
+_ctx = request_context
 
 
 def _err(e: FUSEError) -> FuseError:

@@ -24,7 +24,7 @@ from ...types import FileInfo as _PyfuseFileInfo
 __all__ = ["FileHandleT", "FileNameT", "FlagT", "InodeT", "ModeT", "XAttrNameT",
            "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields", "RequestContext",
            "FUSEError", "ReaddirToken", "to_entry", "to_attr", "from_attr", "to_fileinfo",
-           "to_statvfs", "setattr_fields"]
+           "to_statvfs", "setattr_fields", "request_context"]
 
 #: pyfuse3 3.5's type aliases (plain aliases there too: ``FileHandleT(x)`` is ``int(x)``).
 FileHandleT = int
@@ -186,6 +186,14 @@ class ReaddirToken:
     def __init__(self, room: int) -> None:
         self.entries: list[tuple[str, Optional[Attr], int]] = []
         self.room = room
+
+
+def request_context() -> RequestContext:
+    """The caller of the request being served, as pyfuse3's and llfuse's ``ctx``."""
+    from ..._core.context import context
+
+    c = context()
+    return RequestContext(c.uid, c.gid, c.pid, c.umask)
 
 
 def to_attr(a: EntryAttributes) -> Attr:
