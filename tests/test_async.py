@@ -416,3 +416,31 @@ def test_path_api_interrupt_orderings(mount_ops: Any, mnt: str, tmp_path: Any) -
         with open(os.path.join(m2, "quick"), "rb") as f:
             assert len(f.read()) == 4096
         assert wait_for(lambda: waiting(s2) == 0)
+
+
+class BadAsync(Slow):
+    """An async lookup whose entry the shim refuses (inode number 0)."""
+
+    async def lookup(self, parent_inode: int, name: str) -> Attr:  # type: ignore[override]
+        if name == "zero":
+            return Attr(mode=stat.S_IFREG | 0o644, ino=0)
+        return await super().lookup(parent_inode, name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.expect_errors
+def test_async_refused_reply_is_answered_once(mount_ops: Any, mnt: str, caplog: Any) -> None:
+    """A value the shim refuses from an async handler: EIO (sent by the shim), one log line
+    naming it, nothing else sent or logged, and the mount goes on."""
+    s = mount_ops(BadAsync(), config=NO_CACHE)
+    with pytest.raises(OSError) as ei:
+        os.stat(os.path.join(mnt, "zero"))
+    assert ei.value.errno == errno.EIO
+    def errors() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno >= 40]
+
+    # the shim answers EIO first; the event loop logs once it has let go
+    assert wait_for(lambda: not s._bridge._pending and errors())
+    time.sleep(0.2)
+    assert len(errors()) == 1 and "inode number 0" in errors()[0], errors()
+    assert os.stat(os.path.join(mnt, "f1")).st_size == 4096

@@ -84,13 +84,18 @@ class Request:
         try:
             b._pending.pop(self.key, None)
             if not self.started and self.coro is not None:
-                self.coro.close()  # never ran: no "coroutine was never awaited" warning
+                try:
+                    self.coro.close()  # never ran: no "coroutine was never awaited" warning
+                except (ValueError, RuntimeError):
+                    pass  # its task began meanwhile (the end's sweep): it ends on its own
             s = b._session
             if not err and exc is None:
                 try:
                     self.on_result(result)
-                except Refused as e:
+                except Refused as e:  # the shim refused the value and answered EIO itself
                     s._refused(e, self.op, self.where)
+                    b._record(self, errno.EIO, t_done)
+                    return True
                 except BaseException as e:
                     exc = e
                 else:
