@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import importlib
-import os
 import stat
 import subprocess
 import sys
