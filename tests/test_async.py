@@ -19,6 +19,7 @@ import time
 from typing import Any, Optional
 
 import pytest
+from test_lowlevel import wait_for  # noqa: E402
 
 import pyfuse
 import pyfuse.lowlevel as ll
@@ -35,15 +36,6 @@ def waiting(session: Any) -> int:
     _ensure_fusectl()
     with open(f"{FUSECTL}/{session.connection.split(':')[1]}/waiting") as f:
         return int(f.read())
-
-
-def wait_for(cond: Any, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return bool(cond())
 
 
 def unawaited(recwarn: Any) -> list[str]:

@@ -270,6 +270,12 @@ class BaseSession:
                 self._c = ffi.NULL
             self._freed()
 
+    def _free(self) -> None:
+        """Unmount (if still mounted) and free the C session, if the loop has not done it
+        (a session mounted but never served, or whose loop ended with an exception)."""
+        if self._c != ffi.NULL:
+            self._teardown()
+
     def stop(self) -> None:
         """End the loop by unmounting this session's own mount (safe from any thread; a no-op
         once unmounted). If another FUSE filesystem was mounted on top of it (``stack=True``),

@@ -280,22 +280,26 @@ class LoggingMixIn:
             self.log.debug("<- %s %s", op, repr(ret))
 
 
+def _log_method_call(method: Callable[..., Any], *args: Any) -> Any:
+    """Call ``method(*args)``, logging the call and its result (or OSError) on
+    ``fuse.log-mixin`` at DEBUG: log_callback's body, and mfusepy's LoggingMixIn's."""
+    LoggingMixIn.log.debug("-> %s %s", method.__name__, repr(args))
+    ret: Any = "[Unhandled Exception]"
+    try:
+        ret = method(*args)
+        return ret
+    except OSError as e:
+        ret = str(e)
+        raise
+    finally:
+        LoggingMixIn.log.debug("<- %s %s", method.__name__, repr(ret))
+
+
 def log_callback(method: Callable[..., Any]) -> Callable[..., Any]:
     """mfusepy's decorator: log this method's calls as LoggingMixIn does."""
-    mixin_log = LoggingMixIn.log
-
     @functools.wraps(method)
     def logged(*args: Any) -> Any:
-        mixin_log.debug("-> %s %s", method.__name__, repr(args))
-        ret: Any = "[Unhandled Exception]"
-        try:
-            ret = method(*args)
-            return ret
-        except OSError as e:
-            ret = str(e)
-            raise
-        finally:
-            mixin_log.debug("<- %s %s", method.__name__, repr(ret))
+        return _log_method_call(method, *args)
     return logged
 
 

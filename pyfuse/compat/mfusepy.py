@@ -17,6 +17,7 @@ from . import (
     ENOATTR,
     ENOTSUP,
     FuseOSError,
+    _log_method_call,
     basestring,
     c_dev_t,
     c_fsblkcnt_t,
@@ -109,19 +110,6 @@ class Operations(_FusepyOperations):
 for _name, _value in vars(_FusepyOperations).items():
     if callable(_value) and not _name.startswith("_"):
         setattr(Operations, _name, _left_to_libfuse(_value))
-
-
-def _log_method_call(method: Callable[..., Any], *args: Any) -> Any:
-    callback_logger.debug("-> %s %s", method.__name__, repr(args))
-    ret: Any = "[Unhandled Exception]"
-    try:
-        ret = method(*args)
-        return ret
-    except OSError as e:
-        ret = str(e)
-        raise
-    finally:
-        callback_logger.debug("<- %s %s", method.__name__, repr(ret))
 
 
 class LoggingMixIn:

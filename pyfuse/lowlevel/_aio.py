@@ -60,7 +60,8 @@ class Request:
         self.answered = False
         self.started = False
         self._ctx: Optional[Context] = None
-        self.t_arrived = _now()
+        # timestamps only for the statistics (recorder set): none on the plain path
+        self.t_arrived = _now() if bridge.recorder is not None else 0
         self.t_started = 0
 
     @property
@@ -75,7 +76,7 @@ class Request:
         policy for ``exc`` if given, else ``result`` converted (a conversion error becomes the
         errno of the policy). Returns False, sending nothing, if it was answered already."""
         b = self.bridge
-        t_done = _now()
+        t_done = _now() if self.t_arrived else 0
         with b._lock:
             if self.answered:
                 return False
@@ -117,7 +118,8 @@ class Request:
         """The coroutine of the task that serves this request (on the event loop)."""
         CURRENT.set(self)
         self.started = True
-        self.t_started = _now()
+        if self.t_arrived:
+            self.t_started = _now()
         try:
             r = await self.coro
         except BaseException as e:
@@ -251,7 +253,7 @@ class Bridge:
 
     def _record(self, p: Request, err: int, t_done: int) -> None:
         rec = self.recorder
-        if rec is not None:
+        if rec is not None and p.t_arrived:
             try:
                 rec(p, err, t_done)
             except Exception:

@@ -283,11 +283,10 @@ def main(workers: Optional[int] = None, handle_signals: bool = True) -> Optional
 def close(unmount: bool = True) -> None:
     """Clean up after :func:`main`: unmount (if still mounted) and free the session."""
     global _session
-    from ..._pyfuse_c import ffi
 
     s, _session = _session, None
-    if s is not None and s._c != ffi.NULL:
-        s._teardown()
+    if s is not None:
+        s._free()  # main() never ran, or ended without an unmount
 
 
 def _live() -> ll.Session:

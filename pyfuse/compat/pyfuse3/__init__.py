@@ -124,11 +124,10 @@ def terminate() -> None:
 def close(unmount: bool = True) -> None:
     """Clean up after :func:`main`: unmount (if still mounted) and free the session."""
     global _session, _ops
-    from ..._pyfuse_c import ffi
 
     s, _session, _ops = _session, None, None
-    if s is not None and s._c != ffi.NULL:
-        s._teardown()  # main() never ran, or ended without an unmount
+    if s is not None:
+        s._free()  # main() never ran, or ended without an unmount
 
 
 def _live() -> ll.Session:
