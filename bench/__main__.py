@@ -35,11 +35,16 @@ PY = sys.executable
 
 IMPLS: dict[str, list[str]] = {
     "cref": [CREF],
+    # bench/tree.py and bench/tree_ll.py as the docs teach (Attr objects, DirEntry generators)
     "pyfuse": [PY, os.path.join(HERE, "tree.py")],
     # the binding's own cost: /big's readdir returns a prepared list of DirEntry objects
     "pyfuse-prepared": [PY, os.path.join(HERE, "tree.py"), "--prepared"],
     # the same tree through the inode API (pyfuse.lowlevel), numbered as the low-level peers
     "pyfuse-ll": [PY, os.path.join(HERE, "tree_ll.py")],
+    # labelled extras, tuned beyond what the docs teach: listings of plain tuples (tree.py),
+    # built by C iterators from one attribute template (tree_ll.py)
+    "pyfuse-tuned": [PY, os.path.join(HERE, "tree.py"), "--tuned"],
+    "pyfuse-ll-tuned": [PY, os.path.join(HERE, "tree_ll.py"), "--tuned"],
     "pyfuse3": [PY, "-m", "bench.peers.pyfuse3_tree"],
     "llfuse": [PY, "-m", "bench.peers.llfuse_tree"],
     "mfusepy": [PY, "-m", "bench.peers.mfusepy_tree"],

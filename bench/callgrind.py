@@ -1,16 +1,31 @@
 """Instructions per operation in the daemon, counted by callgrind (deterministic, unlike this
-VM's wall clock): for comparing two builds, or a build with and without a flag.
+VM's wall clock): every implementation side by side, or two builds of pyfuse.
 
+    python bench/callgrind.py --impls cref,pyfuse,pyfuse-ll,llfuse,pyfuse3 \
+        [--workloads w5,w1,w3n,w3s]
     python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir]
         [--flags=--stats] CHECKOUT...
+
+With --impls, each workload runs against each implementation of the tree suite (bench/tree.py,
+bench/tree_ll.py and the peers of bench/peers, written as their docs teach; ``-tuned`` names
+the labelled extras), single-threaded, from this checkout; the row gives instructions per
+operation and each one's ratio to the first implementation. W5: one stat; W1: one listing of
+/small and an lstat of each of its 8 entries; both with every cache timeout 0. W3n: one entry
+of /big listed (os.listdir, twice); W3s: one entry of /big listed and stat'ed (os.scandir), with
+timeouts of an hour so that the stats are served from what readdirplus handed the kernel, as in
+a real run (under callgrind the daemon is 50 times slower than the 1 s default).
 
 Each CHECKOUT is a pyfuse source tree with its compiled shim in place (a `git worktree` built
 with `pip wheel` and the .so copied into it, or this checkout). For each workload and checkout
 the daemon (bench/tree.py; bench/tree_ll.py, the inode API, for the *ll workloads; the memory
-example for chmod and mkdir) runs under
-`valgrind --tool=callgrind`; after a warm-up the counters are zeroed (`callgrind_control -z`),
-N operations run, the counters are dumped, and the total is divided by N. Slow: a minute or two
-a workload. docs/performance.md has the figures it made.
+example for chmod and mkdir) runs under `valgrind --tool=callgrind`.
+
+Either way, after a warm-up the counters are zeroed (`callgrind_control -z`), N operations run,
+the counters are dumped, and the total is divided by N. Slow: a minute or two a workload.
+--impls runs the daemons with Python's own allocator (pymalloc), as users run them; the
+checkout comparison with PYTHONMALLOC=malloc (every small object a libc malloc), as the
+figures of docs/performance.md were made.
+docs/performance.md has the figures it made.
 """
 from __future__ import annotations
 
@@ -37,11 +52,17 @@ def _wait(mnt: str, seconds: float = 300) -> None:
     raise SystemExit(f"no mount at {mnt} after {seconds:.0f} s")
 
 
-def measure(argv: list[str], cwd: str, warm: Op, work: Op, n: int) -> float:
-    """Instructions of the daemon ``argv MOUNTPOINT`` per operation of ``work`` (n of them)."""
+def measure(argv: list[str], cwd: str, warm: Op, work: Op, n: int,
+            pymalloc: bool = False) -> float:
+    """Instructions of the daemon ``argv MOUNTPOINT`` per operation of ``work`` (n of them).
+    ``pymalloc``: Python's own allocator, as users run it (else PYTHONMALLOC=malloc, every
+    small object a libc malloc, as the checkout comparisons of docs/performance.md ran)."""
     mnt = tempfile.mkdtemp(prefix="cg-mnt-")
     out = tempfile.mkdtemp(prefix="cg-out-")
-    env = dict(os.environ, PYTHONMALLOC="malloc", PYTHONPATH=cwd)  # that checkout's pyfuse
+    env = dict(os.environ, PYTHONPATH=cwd)  # that checkout's pyfuse
+    env.pop("PYTHONMALLOC", None)
+    if not pymalloc:
+        env["PYTHONMALLOC"] = "malloc"
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
                           *argv, mnt], cwd=cwd, env=env, stderr=subprocess.DEVNULL)
     try:
@@ -112,12 +133,18 @@ def _warm_lists(m: str) -> None:
         os.listdir(os.path.join(m, "small"))
 
 
+def _scans(m: str) -> None:
+    with os.scandir(os.path.join(m, "big")) as it:
+        for e in it:
+            e.stat(follow_symlinks=False)
+
+
 TREE = ["bench/tree.py"]
 TREE_LL = ["bench/tree_ll.py"]  # the same tree through the inode API
 WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
     "w5": ([*TREE, "--single", "--nocache"], _warm_stats, _stats, 2000),
     "w1": ([*TREE, "--single", "--nocache"], _warm_lists, _lists, 200),
-    "w3n": ([*TREE, "--single", "--prepared"], _big, _big, 2),
+    "w3n": ([*TREE, "--single", "--prepared"], _big, _big, 2),  # per listing
     "w3nplain": ([*TREE, "--single"], _big, _big, 2),
     "w3nll": ([*TREE_LL, "--single"], _big, _big, 2),
     "w5ll": ([*TREE_LL, "--single", "--nocache"], _warm_stats, _stats, 2000),
@@ -126,14 +153,54 @@ WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
     "mkdir": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _mkdirs, 500),
 }
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+#: --impls: each implementation's daemon, single-threaded (the tree suite's, bench/__main__.py)
+IMPLS: dict[str, list[str]] = {
+    "cref": [os.path.join(HERE, "build", "cref")],
+    "pyfuse": [sys.executable, "bench/tree.py"],
+    "pyfuse-tuned": [sys.executable, "bench/tree.py", "--tuned"],
+    "pyfuse-ll": [sys.executable, "bench/tree_ll.py"],
+    "pyfuse-ll-tuned": [sys.executable, "bench/tree_ll.py", "--tuned"],
+    # the inode API's floor: lookup and getattr cut down to a constant reply (W5, W1 only)
+    "pyfuse-ll-floor": [sys.executable, "bench/floor.py", "--ll"],
+    "llfuse": [sys.executable, "-m", "bench.peers.llfuse_tree"],
+    "pyfuse3": [sys.executable, "-m", "bench.peers.pyfuse3_tree"],
+    "llfuse-compat": [sys.executable, "-m", "pyfuse.compat", "-m", "bench.peers.llfuse_tree"],
+    "pyfuse3-compat": [sys.executable, "-m", "pyfuse.compat", "-m", "bench.peers.pyfuse3_tree"],
+}
+#: --impls: (daemon flags, warm-up, work, operations it counts)
+IMPL_WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
+    "w5": (["--single", "--nocache"], _warm_stats, _stats, 2000),
+    "w1": (["--single", "--nocache"], _warm_lists, _lists, 200),
+    "w3n": (["--single", "--longcache"], _big, _big, 2 * 65536),
+    "w3s": (["--single", "--longcache"], _scans, _scans, 65536),
+}
+
+
+def compare_impls(impls: list[str], workloads: list[str]) -> None:
+    """One row a workload: instructions per operation of each implementation, and its ratio to
+    the first."""
+    for name in workloads:
+        flags, warm, work, n = IMPL_WORKLOADS[name]
+        row = [measure([*IMPLS[i], *flags], ROOT, warm, work, n, pymalloc=True) for i in impls]
+        cells = "  ".join(f"{i} {v:,.0f} ({v / row[0]:.3f})" for i, v in zip(impls, row))
+        print(f"{name}: {cells}", flush=True)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("checkouts", nargs="+")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("checkouts", nargs="*")
+    ap.add_argument("--impls", help="comma-separated, from: " + ", ".join(IMPLS))
+    ap.add_argument("--workloads")
     ap.add_argument("--flags", default="", help="extra daemon flags, e.g. --flags=--stats")
     a = ap.parse_args()
-    for name in a.workloads.split(","):
+    if a.impls:
+        compare_impls(a.impls.split(","), (a.workloads or ",".join(IMPL_WORKLOADS)).split(","))
+        return
+    if not a.checkouts:
+        ap.error("give --impls or at least one CHECKOUT")
+    for name in (a.workloads or ",".join(WORKLOADS)).split(","):
         argv, warm, work, n = WORKLOADS[name]
         row = []
         for root in a.checkouts:

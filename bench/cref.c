@@ -1,7 +1,7 @@
 /* The C reference for the benchmarks: the synthetic tree of bench/model.py on libfuse 3's
  * high-level API, with readdirplus in offset mode (the physical limit for pyfuse's design).
  *
- *   cref MOUNTPOINT [--single] [--nocache]
+ *   cref MOUNTPOINT [--single] [--nocache] [--longcache]
  *
  * Tree: see bench/model.py (/small, /big, /w2, /src); every file is 0644 and 1 byte long. Built by bench/__main__.py with: cc -O2 cref.c $(pkg-config --cflags
  * --libs fuse3). */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int nocache;
+static int nocache, longcache;  /* every timeout 0, or 3600 s (bench/callgrind.py) */
 
 /* i for name == prefix followed by exactly `width` digits with value i < n, else -1 */
 static long name_index(const char *name, size_t len, char prefix, size_t width, long n)
@@ -111,6 +111,9 @@ static void *ref_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         cfg->entry_timeout = 0;
         cfg->attr_timeout = 0;
         cfg->negative_timeout = 0;
+    } else if (longcache) {
+        cfg->entry_timeout = 3600;
+        cfg->attr_timeout = 3600;
     }
     return NULL;
 }
@@ -198,11 +201,13 @@ int main(int argc, char *argv[])
             single = 1;
         else if (strcmp(argv[i], "--nocache") == 0)
             nocache = 1;
+        else if (strcmp(argv[i], "--longcache") == 0)
+            longcache = 1;
         else
             mnt = argv[i];
     }
     if (mnt == NULL) {
-        fprintf(stderr, "usage: %s MOUNTPOINT [--single] [--nocache]\n",
+        fprintf(stderr, "usage: %s MOUNTPOINT [--single] [--nocache] [--longcache]\n",
                 argv[0]);
         return 2;
     }

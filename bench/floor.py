@@ -3,6 +3,7 @@ by less, to show how much of a workload's time is the crossing into Python, how 
 filesystem's own code, and how much pyfuse's conversions.
 
     python bench/floor.py MOUNTPOINT (--cffi | --fs) [--single] [--nocache]
+    python bench/floor.py MOUNTPOINT --ll [--single] [--nocache]
 
 --cffi  each callback copies a constant answer into C and returns: the attributes of a file
         or of a directory (chosen by a ``b"/f"`` test on the raw path), or the eight entries
@@ -12,6 +13,11 @@ filesystem's own code, and how much pyfuse's conversions.
         getattr or readdir has run on the decoded path (a getattr's result picks the constant;
         a readdir's entries are pulled and dropped): what pyfuse would measure if its
         conversions (packing, batching, stream state) cost nothing.
+
+--ll     the inode API's floor (bench/tree_ll.py, for W5 and W1 only, by bench/callgrind.py):
+        lookup and getattr replaced by callbacks that reply a constant prepacked entry or
+        attributes, chosen by the name or inode number (no session look-up, no filesystem
+        call, no conversion): what an ``extern "Python"`` request of the inode API costs.
 
 The constant listing is right for the directories that W1 and W2 list (/small and
 /w2/dNNNNNN); any other listing is served by pyfuse's own callback. Only for W1, W5 and W2
@@ -87,18 +93,55 @@ def install_fs() -> None:
         return _real_readdir(h, path, off, d, fill, plus)
 
 
+def install_ll() -> None:
+    from pyfuse import Attr
+
+    def packed(ino: int, mode: int) -> bytes:
+        return pack_attr(Attr(mode=mode, ino=ino, nlink=2 if mode == model.DIR else 1,
+                              size=0 if mode == model.DIR else 1))
+
+    by_name = {b"small": packed(2, model.DIR), **{f"f{i:05d}".encode(): packed(1000 + i,
+                                                                                model.FILE)
+                                                    for i in range(8)}}
+    by_ino = {1: packed(1, model.DIR), 2: packed(2, model.DIR),
+              **{1000 + i: packed(1000 + i, model.FILE) for i in range(8)}}
+    reply_entry, reply_attr, reply_err = (lib.pyfuse_ll_reply_entry, lib.pyfuse_ll_reply_attr,
+                                          lib.pyfuse_ll_reply_err)
+
+    @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
+    def lookup_floor(h, req, parent, name):
+        a = by_name.get(_string(name))
+        if a is None:
+            reply_err(req, errno.ENOENT)
+        else:
+            reply_entry(req, a, 0, 0.0, 0.0)
+        return 0
+
+    @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
+    def getattr_floor(h, req, ino, fh, has_fh):
+        reply_attr(req, by_ino[ino], 0.0)
+        return 0
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("mountpoint")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--cffi", action="store_true")
     which.add_argument("--fs", action="store_true")
+    which.add_argument("--ll", action="store_true")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
     a = p.parse_args()
-    (install_cffi if a.cffi else install_fs)()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config()
+    if a.ll:
+        import pyfuse.lowlevel as ll
+        from bench.tree_ll import Tree as LLTree
+        install_ll()  # after pyfuse.lowlevel registered its own (at import)
+        ll.run(LLTree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
+        return
+    (install_cffi if a.cffi else install_fs)()
     pyfuse.run(Tree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
 
 

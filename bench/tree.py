@@ -1,10 +1,14 @@
 """The synthetic benchmark tree (bench/model.py) served by pyfuse, with the logic of bench/cref.c.
 
-    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
-        [--clone-fd] [--sticky]
+    python bench/tree.py MOUNTPOINT [--single] [--nocache] [--longcache] [--tuned]
+        [--prepared] [--stats] [--clone-fd] [--sticky]
 
-readdir hands out attributes with the names (readdirplus), like the C reference. --prepared:
-/big's listing is built once, so that W3 shows the binding's own per-entry cost. --clone-fd:
+Written as docs/operations.md and docs/readdir.md teach: getattr returns a prebuilt ``Attr``
+(one per kind of node: the path API needs no inode numbers), readdir is a generator of
+``DirEntry(name, attr)``, handing out attributes with the names (readdirplus), like the C
+reference. --tuned (the labelled extra): readdir yields plain ``(name, attr)`` tuples, the
+cheapest entries to build. --prepared: /big's listing is built once, so that W3 shows the
+binding's own per-entry cost. --longcache: timeouts of an hour (bench/callgrind.py). --clone-fd:
 a /dev/fuse descriptor per worker on libfuse's multi-threaded loop (the default loop).
 --sticky: pyfuse's own multi-threaded loop (sticky=True).
 """
@@ -29,9 +33,10 @@ ROOT = [".", "..", *(DirEntry(name, ATTRS[model.DIR]) for name in model.TOP)]
 
 
 class Tree(pyfuse.Operations):
-    def __init__(self, prepared: bool = False) -> None:
+    def __init__(self, prepared: bool = False, tuned: bool = False) -> None:
         fmt, n, mode = model.listing("/big")  # type: ignore[misc]
         self.prepared = [DirEntry(fmt % i, ATTRS[mode]) for i in range(n)] if prepared else None
+        self.tuned = tuned
 
     def getattr(self, path, fh):
         mode = model.kind(path)
@@ -49,7 +54,13 @@ class Tree(pyfuse.Operations):
             raise FuseError(errno.ENOTDIR)
         fmt, n, mode = found
         attr = ATTRS[mode]
-        return ((fmt % i, attr) for i in range(n))  # plain tuples: the cheapest entries to build
+        if self.tuned:
+            return ((fmt % i, attr) for i in range(n))  # plain tuples: the cheapest entries
+        return self._entries(fmt, n, attr)
+
+    def _entries(self, fmt, n, attr):
+        for i in range(n):
+            yield DirEntry(fmt % i, attr)
 
     def open(self, path, flags):
         return 0
@@ -63,14 +74,17 @@ def main() -> None:
     p.add_argument("mountpoint")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
+    p.add_argument("--longcache", action="store_true")
+    p.add_argument("--tuned", action="store_true", help="(name, attr) tuples, the labelled extra")
     p.add_argument("--prepared", action="store_true")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     p.add_argument("--clone-fd", action="store_true", help="clone_fd=True")
     p.add_argument("--sticky", action="store_true", help="pyfuse's own loop (sticky=True)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
+        else pyfuse.Config(entry_timeout=3600, attr_timeout=3600) if a.longcache \
         else pyfuse.Config()
-    pyfuse.run(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
+    pyfuse.run(Tree(a.prepared, a.tuned), a.mountpoint, threads=not a.single, config=cfg,
                fsname="pyfuse-tree", stats=a.stats, clone_fd=a.clone_fd,
                sticky=a.sticky)
 

@@ -1,14 +1,19 @@
 """The synthetic benchmark tree (bench/model.py) served through pyfuse's inode API
 (pyfuse.lowlevel), numbered as the other low-level peers number it (model.ino_of/path_of).
 
-    python bench/tree_ll.py MOUNTPOINT [--single] [--nocache] [--prepared] [--stats]
+    python bench/tree_ll.py MOUNTPOINT [--single] [--nocache] [--longcache] [--tuned]
+        [--prepared] [--stats]
 
---prepared: /big's listing is built once (as bench/tree.py --prepared), so that W3 shows the
-binding's own per-entry cost. --stats: serve with statistics and print their table on stderr
-at exit.
+The default filesystem (:class:`Tree`) is written as docs/lowlevel.md teaches: an inode table
+holding one ``Attr`` per inode (made the first time the inode is handed out, and kept, as the
+llfuse and pyfuse3 peers keep their ``EntryAttributes``), ``getattr`` and ``lookup`` returning
+those objects, ``readdir`` a generator of ``DirEntry(name, attr, offset)`` with ``str`` names.
 
-readdir hands out each child's attributes (with its inode number) for readdirplus, as the C
-reference does; every request is synchronous (plain ``def``: the fast path).
+--tuned: :class:`TunedTree`, the labelled extra: listings built by C iterators from one
+attribute template per kind, as ``(name, attr, offset, ino)`` tuples. --prepared (with
+--tuned): /big's listing is built once, so that W3 shows the binding's own per-entry cost.
+--longcache: timeouts of an hour (bench/callgrind.py). --stats: serve with statistics and print
+their table on stderr at exit. Every request is synchronous (plain ``def``).
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pyfuse  # noqa: E402
 import pyfuse.lowlevel as ll  # noqa: E402
 from bench import model  # noqa: E402
-from pyfuse import Attr, FuseError  # noqa: E402
+from pyfuse import Attr, DirEntry, FuseError  # noqa: E402
 
 
 def _attr(ino: int, mode: int) -> Attr:
@@ -37,10 +42,70 @@ ROOT_ENTRIES = [(".", _attr(1, model.DIR), 0, 1), ("..", _attr(1, model.DIR), 0,
 
 
 class Tree(ll.Operations):
-    """The tree with an inode table, as an inode filesystem keeps one: the nodes the kernel
-    holds lookups of (and their names), filled by lookup and emptied by forget when pyfuse's
-    count of a node reaches 0, so a repeated lookup or getattr is a dict hit (libfuse's
-    high-level API keeps the same table in C for the path-based implementations)."""
+    """The tree as the docs teach: an inode table of ``Attr`` objects (``attrs``, and
+    ``children``: (parent, name) to the child's, filled by lookup)."""
+
+    def __init__(self) -> None:
+        self.attrs: dict[int, Attr] = {1: _attr(1, model.DIR)}
+        self.children: dict[tuple[int, str], Attr] = {}
+
+    def _node(self, ino: int, mode: int) -> Attr:
+        attr = self.attrs.get(ino)
+        if attr is None:
+            attr = self.attrs[ino] = _attr(ino, mode)
+        return attr
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        attr = self.children.get((parent, name))
+        if attr is not None:
+            return attr
+        dirpath = model.path_of(parent)
+        if dirpath is None:
+            raise FuseError(errno.ENOENT)
+        path = dirpath.rstrip("/") + "/" + name
+        mode = model.kind(path)
+        if mode is None:
+            raise FuseError(errno.ENOENT)
+        attr = self.children[parent, name] = self._node(model.ino_of(path), mode)
+        return attr
+
+    def getattr(self, ino: int, fh: object) -> Attr:
+        attr = self.attrs.get(ino)
+        if attr is not None:
+            return attr
+        path = model.path_of(ino)
+        mode = None if path is None else model.kind(path)
+        if mode is None:
+            raise FuseError(errno.ENOENT)
+        return self._node(ino, mode)
+
+    def open(self, ino: int, flags: int) -> int:
+        return 0
+
+    def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        return b"x"[offset:offset + size]
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool):  # noqa: ANN201
+        path = model.path_of(ino)
+        if path == "/":
+            for k in range(offset, len(model.TOP)):  # (as the llfuse and pyfuse3 peers list it)
+                yield DirEntry(model.TOP[k], self._node(k + 2, model.DIR), k + 1)
+            return
+        found = None if path is None else model.listing(path)
+        if found is None:
+            raise FuseError(errno.ENOTDIR)
+        fmt, n, mode = found
+        first = model.ino_of(path + "/" + fmt % 0)
+        step = model.ino_of(path + "/" + fmt % 1) - first if n > 1 else 1
+        for i in range(offset, n):
+            yield DirEntry(fmt % i, self._node(first + i * step, mode), i + 1)
+
+
+class TunedTree(ll.Operations):
+    """The labelled extra (--tuned). The tree with an inode table, as an inode filesystem keeps
+    one: the nodes the kernel holds lookups of (and their names), filled by lookup and emptied
+    by forget when pyfuse's count of a node reaches 0, so a repeated lookup or getattr is a
+    dict hit. Listings are ``(name, template, 0, ino)`` tuples built by C iterators."""
 
     def __init__(self, prepared: bool = False) -> None:
         fmt, n, mode = model.listing("/big")  # type: ignore[misc]
@@ -114,12 +179,16 @@ def main() -> None:
     p.add_argument("mountpoint")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
-    p.add_argument("--prepared", action="store_true")
+    p.add_argument("--longcache", action="store_true")
+    p.add_argument("--tuned", action="store_true", help="TunedTree, the labelled extra")
+    p.add_argument("--prepared", action="store_true", help="with --tuned: /big prepared")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
+        else pyfuse.Config(entry_timeout=3600, attr_timeout=3600) if a.longcache \
         else pyfuse.Config()
-    s = ll.Session(Tree(a.prepared), a.mountpoint, threads=not a.single, config=cfg,
+    ops = TunedTree(a.prepared) if a.tuned or a.prepared else Tree()
+    s = ll.Session(ops, a.mountpoint, threads=not a.single, config=cfg,
                    fsname="pyfuse-ll-tree", stats=a.stats)
     s.mount()
     try:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from ._core.convert import (
     ATTR_STRUCT,
+    ENC,
     STATVFS_STRUCT,
     copy_out,
     encode,
@@ -28,12 +29,14 @@ from ._core.dispatch import callback, extern
 from ._core.poll import poll_handle
 from ._pyfuse_c import ffi, lib
 from .errors import BadReturn
-from .types import FdRange, Lock
+from .types import Attr, FdRange, Lock
 
 _from_handle = ffi.from_handle
 _memmove = ffi.memmove
 _buffer = ffi.buffer
 _ATTR_SIZE = ATTR_STRUCT.size
+_PACK = ATTR_STRUCT.pack
+_string = ffi.string
 _ATIME_OMIT, _ATIME_NOW = lib.PYFUSE_ATIME_OMIT, lib.PYFUSE_ATIME_NOW
 _MTIME_OMIT, _MTIME_NOW = lib.PYFUSE_MTIME_OMIT, lib.PYFUSE_MTIME_NOW
 
@@ -49,10 +52,15 @@ def _fh(fh: int, has_fh: int) -> Optional[int]:
 @extern
 def pyfuse_cb_getattr(h, path, out, fh, has_fh):
     s = _from_handle(h)
-    try:
-        a = s._op_getattr(_path(path), fh if has_fh else None)
+    try:  # the path decoded and an Attr packed inline (as convert.path, pack_attr): no frames
+        a = s._op_getattr(_string(path).decode(ENC, "surrogateescape") if path else None,
+                          fh if has_fh else None)
         try:
-            packed = pack_attr(a)
+            if a.__class__ is Attr:
+                packed = _PACK(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
+                               a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
+            else:
+                packed = pack_attr(a)
         except Exception as e:
             raise BadReturn(f"getattr returned an invalid attribute object: {e}") from None
     except BaseException as e:

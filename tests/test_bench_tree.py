@@ -58,7 +58,12 @@ def implementations() -> list[object]:
     impls = [pytest.param([CREF], id="cref"),
              pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree.py")], id="pyfuse"),
              pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree_ll.py")],
-                          id="pyfuse-ll")]
+                          id="pyfuse-ll"),
+             # the labelled extras, tuned beyond what the docs teach
+             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree.py"), "--tuned"],
+                          id="pyfuse-tuned"),
+             pytest.param([sys.executable, os.path.join(ROOT, "bench", "tree_ll.py"),
+                           "--tuned"], id="pyfuse-ll-tuned")]
     for name, module in (("fusepy", "fuse"), ("mfusepy", "mfusepy"), ("llfuse", "llfuse"),
                          ("pyfuse3", "pyfuse3")):
         mark = pytest.mark.skipif(importlib.util.find_spec(module) is None,

@@ -136,9 +136,20 @@ class Hello(ll.Operations):
             return ll.Entry(self.file, entry_timeout=-1)
         if self.bad == "nan":
             return ll.Entry(self.file, attr_timeout=float("nan"))
+        # a bare Attr is replied by the callback's own inline path: the same checks
+        if self.bad == "ino0bare":
+            return Attr(mode=stat.S_IFREG | 0o644, ino=0)
+        if self.bad == "typebare":
+            return Attr(mode=0o644, ino=2)
+        if self.bad == "rangebare":
+            return Attr(mode=stat.S_IFREG | 0o644, ino=2, uid=-1)
         return ll.Entry(self.file, entry_timeout=0, attr_timeout=0)
 
     def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        if ino == 2 and self.bad == "getattrtype":
+            return Attr(mode=0o644, ino=2)
+        if ino == 2 and self.bad == "getattrrange":
+            return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=1 << 64)
         if ino == 1:
             return self.root
         if ino == 2:
@@ -202,7 +213,10 @@ def test_oserror_subclass_without_errno(mount_ops: Any, mnt: str) -> None:
     ("ino0", "inode number 0"), ("type", "no valid file type"),
     ("value", "expected an Entry or Attr"), ("raise", "raised ValueError"),
     ("plus0", "inode number 0"), ("timeout", "entry_timeout=-1: timeouts are finite"),
-    ("nan", "attr_timeout=nan")])
+    ("nan", "attr_timeout=nan"), ("ino0bare", "inode number 0"),
+    ("typebare", "no valid file type"), ("rangebare", "expected an Entry or Attr: "),
+    ("getattrtype", "the attributes returned has mode 0o644"),
+    ("getattrrange", "expected an Attr: ")])
 def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, bad: str,
                                         message: str) -> None:
     ops = Hello()

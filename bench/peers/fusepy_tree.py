@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None, module: str = "fuse") -> None:
     kw = {}
     if args.nocache:
         kw = {"entry_timeout": 0, "attr_timeout": 0, "negative_timeout": 0}
+    elif args.longcache:
+        kw = {"entry_timeout": 3600, "attr_timeout": 3600}
     fuse.FUSE(Tree(), args.mountpoint, foreground=True, nothreads=args.single, **kw)
 
 

@@ -6,7 +6,7 @@ import sys
 
 import llfuse
 
-from . import InodeTree, parse
+from . import InodeTree, parse, timeout
 
 
 class Tree(llfuse.Operations):
@@ -41,7 +41,7 @@ class Tree(llfuse.Operations):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    llfuse.init(Tree(0.0 if args.nocache else 1.0), args.mountpoint, ["fsname=llfuse-tree"])
+    llfuse.init(Tree(timeout(args)), args.mountpoint, ["fsname=llfuse-tree"])
     try:
         llfuse.main(workers=1 if args.single else None)
     finally:

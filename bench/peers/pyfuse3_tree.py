@@ -7,7 +7,7 @@ import sys
 import pyfuse3
 import trio
 
-from . import InodeTree, parse
+from . import InodeTree, parse, timeout
 
 
 class Tree(pyfuse3.Operations):
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     opts = set(pyfuse3.default_options)
     opts.add("fsname=pyfuse3-tree")
-    pyfuse3.init(Tree(0.0 if args.nocache else 1.0), args.mountpoint, opts)
+    pyfuse3.init(Tree(timeout(args)), args.mountpoint, opts)
     try:
         trio.run(pyfuse3.main, 1, 1 if args.single else 99)
     finally:

@@ -30,7 +30,9 @@ class Refused(Exception):
     """The shim refused a reply (and answered EIO itself): logged by the caller."""
 
 
-def _refused(rc: int, packed: bytes, what: str) -> None:
+def refused(rc: int, packed: bytes, what: str) -> None:
+    """Raise the :class:`Refused` that says why the shim refused the attributes ``packed``
+    (``rc``: -EINVAL, inode number 0; -EBADMSG, no valid file type)."""
     mode, ino = ATTR_STRUCT.unpack(packed)[:2]
     if rc == _EINVAL:
         raise Refused(f"{what} has inode number 0 (an inode the kernel is given must have a "
@@ -75,7 +77,7 @@ def reply_entry(s: Any, req: Any, r: Any) -> None:
     packed, gen, et, at = entry_parts(s, r)
     rc = _c_entry(req, packed, gen, et, at)
     if rc == _EINVAL or rc == _EBADMSG:
-        _refused(rc, packed, "the entry returned")
+        refused(rc, packed, "the entry returned")
 
 
 def reply_attr(s: Any, req: Any, r: Any) -> None:
@@ -87,7 +89,7 @@ def reply_attr(s: Any, req: Any, r: Any) -> None:
         packed = _pack(r, "expected an Attr")
         at = s._attr_timeout
     if _c_attr(req, packed, at) == _EBADMSG:
-        _refused(_EBADMSG, packed, "the attributes returned")
+        refused(_EBADMSG, packed, "the attributes returned")
 
 
 def reply_none(s: Any, req: Any, r: Any) -> None:
@@ -131,7 +133,7 @@ def reply_create(s: Any, req: Any, r: Any) -> None:
     fh, bits = open_parts(opened, "create")
     rc = lib.pyfuse_ll_reply_create(req, packed, gen, et, at, fh, bits)
     if rc == _EINVAL or rc == _EBADMSG:
-        _refused(rc, packed, "the entry create returned")
+        refused(rc, packed, "the entry create returned")
 
 
 def reply_read(s: Any, req: Any, data: Any, size: int) -> None:
