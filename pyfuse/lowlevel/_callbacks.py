@@ -53,25 +53,21 @@ def {name}(h, req, {params}):
 # the BadReturn that names the bad value), takes the general reply.
 _PACK_FIELDS = ("_r.mode, _r.ino, _r.nlink, _r.uid, _r.gid, _r.size, _r.blocks, _r.rdev, "
                 "_r.blksize, _r.atime_ns, _r.mtime_ns, _r.ctime_ns")
-_FAST = {
-    R.reply_attr: """\
+_PACK_INLINE = """\
         if _r.__class__ is _Attr:
             try:
                 _p = _pack_c({fields})
             except Exception:
                 _p = None
             if _p is not None:
+"""
+_FAST = {
+    R.reply_attr: _PACK_INLINE + """\
                 if _c_attr(req, _p, _s._attr_timeout) == _EBADMSG:
                     _refused(_EBADMSG, _p, "the attributes returned")
                 return 0
 """,
-    R.reply_entry: """\
-        if _r.__class__ is _Attr:
-            try:
-                _p = _pack_c({fields})
-            except Exception:
-                _p = None
-            if _p is not None:
+    R.reply_entry: _PACK_INLINE + """\
                 _rc = _c_entry(req, _p, 0, _s._entry_timeout, _s._attr_timeout)
                 if _rc == _EINVAL or _rc == _EBADMSG:
                     _refused(_rc, _p, "the entry returned")
