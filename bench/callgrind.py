@@ -155,19 +155,14 @@ WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-#: --impls: each implementation's daemon, single-threaded (the tree suite's, bench/__main__.py)
+sys.path.append(ROOT)
+from bench.__main__ import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's daemons)
+
+#: --impls: the tree suite's implementations, and the inode API's floor (lookup and getattr
+#: cut down to a constant reply: W5 and W1 only)
 IMPLS: dict[str, list[str]] = {
-    "cref": [os.path.join(HERE, "build", "cref")],
-    "pyfuse": [sys.executable, "bench/tree.py"],
-    "pyfuse-tuned": [sys.executable, "bench/tree.py", "--tuned"],
-    "pyfuse-ll": [sys.executable, "bench/tree_ll.py"],
-    "pyfuse-ll-tuned": [sys.executable, "bench/tree_ll.py", "--tuned"],
-    # the inode API's floor: lookup and getattr cut down to a constant reply (W5, W1 only)
-    "pyfuse-ll-floor": [sys.executable, "bench/floor.py", "--ll"],
-    "llfuse": [sys.executable, "-m", "bench.peers.llfuse_tree"],
-    "pyfuse3": [sys.executable, "-m", "bench.peers.pyfuse3_tree"],
-    "llfuse-compat": [sys.executable, "-m", "pyfuse.compat", "-m", "bench.peers.llfuse_tree"],
-    "pyfuse3-compat": [sys.executable, "-m", "pyfuse.compat", "-m", "bench.peers.pyfuse3_tree"],
+    **TREE_IMPLS,
+    "pyfuse-ll-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--ll"],
 }
 #: --impls: (daemon flags, warm-up, work, operations it counts)
 IMPL_WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {

@@ -101,63 +101,19 @@ class Tree(ll.Operations):
             yield DirEntry(fmt % i, self._node(first + i * step, mode), i + 1)
 
 
-class TunedTree(ll.Operations):
-    """The labelled extra (--tuned). The tree with an inode table, as an inode filesystem keeps
-    one: the nodes the kernel holds lookups of (and their names), filled by lookup and emptied
-    by forget when pyfuse's count of a node reaches 0, so a repeated lookup or getattr is a
-    dict hit. Listings are ``(name, template, 0, ino)`` tuples built by C iterators."""
+class TunedTree(Tree):
+    """The labelled extra (--tuned): the same inode table, with listings of ``(name, template,
+    0, ino)`` tuples built by C iterators from one attribute template per kind (no Python frame
+    an entry); ``prepared``: /big's listing built once."""
 
     def __init__(self, prepared: bool = False) -> None:
+        super().__init__()
         fmt, n, mode = model.listing("/big")  # type: ignore[misc]
         self.prepared = [(fmt % i, TEMPLATE[mode], 0, model.ino_of("/big/" + fmt % i))
                          for i in range(n)] if prepared else None
-        self.nodes: dict[int, tuple[str, Attr, tuple[int, str]]] = {
-            1: ("/", _attr(1, model.DIR), (1, "/"))}  # ino -> (path, attr, (parent, name))
-        self.names: dict[tuple[int, str], int] = {}
-
-    def lookup(self, parent: int, name: str) -> Attr:
-        ino = self.names.get((parent, name))
-        if ino is not None:
-            return self.nodes[ino][1]
-        node = self.nodes.get(parent)
-        dirpath = node[0] if node is not None else model.path_of(parent)
-        if dirpath is None:
-            raise FuseError(errno.ENOENT)
-        path = dirpath.rstrip("/") + "/" + name
-        mode = model.kind(path)
-        if mode is None:
-            raise FuseError(errno.ENOENT)
-        ino = model.ino_of(path)
-        attr = _attr(ino, mode)
-        self.nodes[ino] = (path, attr, (parent, name))
-        self.names[(parent, name)] = ino
-        return attr
-
-    def forget(self, ino: int, nlookup: int) -> None:
-        if ll.lookups(ino) == 0 and ino != 1:
-            node = self.nodes.pop(ino, None)
-            if node is not None:
-                self.names.pop(node[2], None)
-
-    def getattr(self, ino: int, fh: object) -> Attr:
-        node = self.nodes.get(ino)
-        if node is not None:
-            return node[1]
-        path = model.path_of(ino)  # a node the kernel got from a readdirplus listing
-        mode = None if path is None else model.kind(path)
-        if mode is None:
-            raise FuseError(errno.ENOENT)
-        return _attr(ino, mode)
-
-    def open(self, ino: int, flags: int) -> int:
-        return 0
-
-    def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
-        return b"x"[offset:offset + size]
 
     def readdir(self, ino: int, offset: int, fh: int, plus: bool):  # noqa: ANN201
-        node = self.nodes.get(ino)
-        path = node[0] if node is not None else model.path_of(ino)
+        path = model.path_of(ino)
         if path == "/":
             return ROOT_ENTRIES
         if self.prepared is not None and path == "/big":

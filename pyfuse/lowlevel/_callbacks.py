@@ -51,8 +51,7 @@ def {name}(h, req, {params}):
 # in the body itself: packed inline (no call of _replies' reply, _pack and pack_attr: three
 # Python frames a request). Anything else, and a packing that raises (the reply then raises
 # the BadReturn that names the bad value), takes the general reply.
-_PACK_FIELDS = ("_r.mode, _r.ino, _r.nlink, _r.uid, _r.gid, _r.size, _r.blocks, _r.rdev, "
-                "_r.blksize, _r.atime_ns, _r.mtime_ns, _r.ctime_ns")
+_PACK_FIELDS = ", ".join(f"_r.{f}" for f in Attr.__slots__)  # ATTR_STRUCT's order
 _PACK_INLINE = """\
         if _r.__class__ is _Attr:
             try:
