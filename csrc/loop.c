@@ -282,3 +282,36 @@ out:
     fuse_session_reset(L.se);
     return res;
 }
+
+/* Serving on the caller's thread, one burst at a time (pyfuse.lowlevel.serving(on_loop=True):
+ * an event loop calls this when the descriptor is readable, as pyfuse3's trio loop does). */
+int pyfuse_pump(pyfuse_session *s, int max)
+{
+    int served = 0;
+
+    while (served < max) {
+        int res;
+
+        if (fuse_session_exited(s->se))
+            return -ENODEV;
+        res = fuse_session_receive_buf(s->se, &s->pump_buf);
+        if (res == -EINTR)
+            continue;
+        if (res == -EAGAIN)
+            break; /* nothing more waiting */
+        if (res == 0 || res == -ENODEV || res == -ECONNABORTED) {
+            fuse_session_exit(s->se); /* unmounted or aborted */
+            return -ENODEV;
+        }
+        if (res < 0)
+            return res;
+        fuse_session_process_buf(s->se, &s->pump_buf);
+        served++;
+    }
+    return served;
+}
+
+int pyfuse_session_fd(pyfuse_session *s)
+{
+    return fuse_session_fd(s->se);
+}

@@ -48,6 +48,8 @@ struct pyfuse_session {
     struct pyfuse_config cfg;
     struct pyfuse_stats *stats; /* NULL: no statistics */
     int intr_handler;      /* this session holds a use of the SIGUSR1 handler (Config.intr) */
+    struct fuse_buf pump_buf; /* pyfuse_pump's request buffer (libfuse allocates it on the
+                               * first read; freed with the session) */
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)

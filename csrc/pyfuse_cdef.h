@@ -157,6 +157,14 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
 int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky,
                 int signals);
+/* loop.c: the requests waiting on /dev/fuse, read and served on the calling thread (an event
+ * loop's, when the session's descriptor is readable): at most max of them, without waiting for
+ * more once the descriptor is non-blocking (pyfuse_session_fd). Returns how many were served (0:
+ * none was waiting), -ENODEV once the session has ended (unmounted, aborted or exited), or
+ * another -errno (a read error). */
+int pyfuse_pump(pyfuse_session *s, int max);
+/* The /dev/fuse descriptor the session reads its requests from. */
+int pyfuse_session_fd(pyfuse_session *s);
 void pyfuse_unmount(pyfuse_session *s);
 void pyfuse_destroy(pyfuse_session *s);
 /* libfuse's fuse_version(): FUSE_MAJOR_VERSION * 100 + FUSE_MINOR_VERSION (314 for 3.14) */

@@ -251,6 +251,7 @@ void pyfuse_destroy(pyfuse_session *s)
     }
     if (s->intr_handler)
         intr_release();
+    free(s->pump_buf.mem);
     free(s);
 }
 

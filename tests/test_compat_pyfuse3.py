@@ -61,6 +61,33 @@ def test_pyfuse3_filesystem_behaves_as_on_pyfuse3(serve: Any) -> None:
     assert seen["pyfuse3-asyncio"] == seen["pyfuse3"]
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+def test_listings_carry_attributes_as_on_pyfuse3(serve: Any, monkeypatch: Any) -> None:
+    """pyfuse3 answers READDIRPLUS (every listed entry comes with its attributes and counts a
+    lookup): with names cached, ``ls -l`` of a directory asks the filesystem for no lookup,
+    on pyfuse3 and on pyfuse.compat.pyfuse3 alike."""
+    monkeypatch.setenv("P3FS_TIMEOUT", "60")
+    calls = {}
+    for variant in ("pyfuse3", "runner", "runner-asyncio"):
+        mnt = serve(variant)
+        d = os.path.join(mnt, "d")
+        os.mkdir(d)
+        for i in range(20):
+            with open(os.path.join(d, f"f{i:02d}"), "wb") as f:
+                f.write(b"x" * i)
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("2")  # the kernel forgets the names the creations cached
+
+        before = int(os.getxattr(mnt, "user.p3fs.lookups"))
+        with os.scandir(d) as it:
+            sizes = sorted(e.stat(follow_symlinks=False).st_size for e in it)
+        assert sizes == list(range(20))
+        calls[variant] = int(os.getxattr(mnt, "user.p3fs.lookups")) - before
+    assert calls["runner"] == calls["pyfuse3"] == calls["runner-asyncio"], calls
+    assert calls["pyfuse3"] <= 1, calls  # (the directory itself, at most)
+
+
 def test_runner_maps_pyfuse3(tmp_path: Any) -> None:
     import subprocess
 

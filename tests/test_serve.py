@@ -1,12 +1,14 @@
 """Serving inside the caller's own event loop (pyfuse.lowlevel.serve/serving) under asyncio
-and trio, on real mounts: handlers run on the caller's loop (loop-bound objects work), the
-session sends notifications from inside the block, leaving it or cancelling serve() unmounts
-and answers what is pending, and an async readdir may be an async generator streamed across
-requests."""
+and trio, with the requests read by libfuse's threads or by the loop itself (on_loop=True), on
+real mounts: handlers run on the caller's loop (loop-bound objects work), the session sends
+notifications from inside the block, an interrupt cancels a handler's task, leaving the block
+or cancelling serve() unmounts and answers what is pending, and an async readdir may be an
+async generator streamed across requests."""
 from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import os
 import stat
 import subprocess
@@ -33,8 +35,18 @@ class Remote(ll.Operations):
         self.n, self.hang = n, hang
         self.limiter: Any = None
         self.threads: set[int] = set()
+        self.sync_threads: set[int] = set()  # where the synchronous open ran
         self.contents = {2 + i: b"v1 of f%d\n" % i for i in range(n)}
         self.cancelled = 0
+        self.events: list[tuple[str, int]] = []  # (init|destroy, thread)
+
+    async def init(self) -> None:
+        await _sleep0()  # a real suspension: it needs the serving loop
+        self.events.append(("init", threading.get_ident()))
+
+    async def destroy(self) -> None:
+        await _sleep0()
+        self.events.append(("destroy", threading.get_ident()))
 
     def _attr(self, ino: int) -> Attr:
         if ino == 1:
@@ -54,6 +66,7 @@ class Remote(ll.Operations):
         return self._attr(ino)
 
     def open(self, ino: int, flags: int) -> FileInfo:
+        self.sync_threads.add(threading.get_ident())
         return FileInfo(direct_io=True)
 
     async def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
@@ -80,6 +93,10 @@ async def _forever() -> None:
         await asyncio.Event().wait()
 
 
+async def _sleep0() -> None:
+    await (trio.sleep(0) if _is_trio() else asyncio.sleep(0))
+
+
 def _is_trio() -> bool:
     try:
         trio.lowlevel.current_trio_token()
@@ -94,11 +111,12 @@ async def to_thread(fn: Any, *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
-async def scenario(mnt: str) -> None:
+async def scenario(mnt: str, on_loop: bool) -> None:
     """The same checks under either library."""
     ops = Remote()
     ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
-    async with ll.serving(ops, mnt, config=NO_CACHE) as session:
+    me = threading.get_ident()
+    async with ll.serving(ops, mnt, config=NO_CACHE, on_loop=on_loop) as session:
         assert fuse_device(mnt) is not None
         names = await to_thread(os.listdir, mnt)
         assert sorted(names) == ["f0", "f1", "f2"]
@@ -108,24 +126,72 @@ async def scenario(mnt: str) -> None:
                 return f.read()
 
         assert await to_thread(read, "f1") == b"v1 of f1\n"
-        assert ops.threads == {threading.get_ident()}  # the caller's loop ran them
+        assert ops.threads == {me}  # the caller's loop ran them
+        # the synchronous handler: on the loop with on_loop, else on libfuse's threads
+        assert (ops.sync_threads == {me}) == on_loop and ops.sync_threads
         ops.contents[3] = b"version 2 of f1\n"
         session.invalidate_inode(3)  # from the loop's thread: sent once nothing waits on it
         assert await to_thread(read, "f1") == b"version 2 of f1\n"
     assert fuse_device(mnt) is None  # leaving the block unmounted
+    # the async init and destroy ran (on the loop: they suspend), before and after the rest
+    assert ops.events == [("init", me), ("destroy", me)]
 
 
 @pytest.mark.timeout(60)
-def test_serving_asyncio(mnt: str) -> None:
-    asyncio.run(scenario(mnt))
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_serving_asyncio(mnt: str, on_loop: bool) -> None:
+    asyncio.run(scenario(mnt, on_loop))
 
 
 @pytest.mark.timeout(60)
-def test_serving_trio(mnt: str) -> None:
-    trio.run(scenario, mnt)
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_serving_trio(mnt: str, on_loop: bool) -> None:
+    trio.run(scenario, mnt, on_loop)
 
 
-async def cancel_scenario(mnt: str) -> int:
+async def interrupt_scenario(mnt: str, on_loop: bool) -> None:
+    """A read that waits forever, interrupted by the reader's SIGINT: its task is cancelled,
+    the reader gets EINTR, the mount goes on serving."""
+    ops = Remote(hang=True)
+    ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
+    async with ll.serving(ops, mnt, config=NO_CACHE, on_loop=on_loop):
+        r = await to_thread(lambda: subprocess.run(
+            ["timeout", "-s", "INT", "1", "cat", os.path.join(mnt, "f0")],
+            capture_output=True, timeout=20))
+        assert r.returncode != 0
+        for _ in range(500):
+            if ops.cancelled:
+                break
+            await (trio.sleep(0.01) if _is_trio() else asyncio.sleep(0.01))
+        assert ops.cancelled == 1
+        assert sorted(await to_thread(os.listdir, mnt)) == ["f0", "f1", "f2"]
+    assert fuse_device(mnt) is None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_interrupt_asyncio(mnt: str, on_loop: bool) -> None:
+    asyncio.run(interrupt_scenario(mnt, on_loop))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_interrupt_trio(mnt: str, on_loop: bool) -> None:
+    trio.run(interrupt_scenario, mnt, on_loop)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_serving_a_bad_mountpoint_raises(tmp_path: Any, on_loop: bool) -> None:
+    async def enter() -> None:
+        async with ll.serving(Remote(), str(tmp_path / "missing"), on_loop=on_loop):
+            raise AssertionError("mounted")
+
+    with pytest.raises(NotADirectoryError, match="mount point is not a directory"):
+        asyncio.run(enter())
+
+
+async def cancel_scenario(mnt: str, on_loop: bool) -> int:
     """serve() in a task, a read pending forever, then the task cancelled: unmounted, the
     reader answered, the handler cancelled."""
     ops = Remote(hang=True)
@@ -149,11 +215,11 @@ async def cancel_scenario(mnt: str) -> int:
     if _is_trio():
         with trio.move_on_after(30):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(ll.serve, ops, mnt)
+                nursery.start_soon(functools.partial(ll.serve, ops, mnt, on_loop=on_loop))
                 await start_reader()
                 nursery.cancel_scope.cancel()
     else:
-        task = asyncio.ensure_future(ll.serve(ops, mnt))
+        task = asyncio.ensure_future(ll.serve(ops, mnt, on_loop=on_loop))
         await start_reader()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -166,13 +232,15 @@ async def cancel_scenario(mnt: str) -> int:
 
 
 @pytest.mark.timeout(60)
-def test_serve_cancelled_asyncio(mnt: str) -> None:
-    assert asyncio.run(cancel_scenario(mnt)) != 0
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_serve_cancelled_asyncio(mnt: str, on_loop: bool) -> None:
+    assert asyncio.run(cancel_scenario(mnt, on_loop)) != 0
 
 
 @pytest.mark.timeout(60)
-def test_serve_cancelled_trio(mnt: str) -> None:
-    assert trio.run(cancel_scenario, mnt) != 0
+@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
+def test_serve_cancelled_trio(mnt: str, on_loop: bool) -> None:
+    assert trio.run(cancel_scenario, mnt, on_loop) != 0
 
 
 def test_serving_outside_a_loop_is_an_error(mnt: str) -> None:

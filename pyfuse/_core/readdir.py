@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
 from ..types import Attr, DirEntry
-from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
+from .convert import ATTR_STRUCT, ENC, NO_ATTR, PackedAttr, pack_attr
 from .dispatch import log
 
 __all__ = ["Listings", "DirStream", "Converted", "READDIR_BATCH", "PENDING"]
@@ -133,7 +133,7 @@ class _Batch:
                       self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
 
 
-_ONLY_DIRENTRY, _ONLY_TUPLE, _ONLY_ATTR = {DirEntry}, {tuple}, {Attr}
+_ONLY_DIRENTRY, _ONLY_TUPLE, _ONLY_ATTR, _ONLY_PACKED = {DirEntry}, {tuple}, {Attr}, {PackedAttr}
 _FIELDS = attrgetter(*Attr.__slots__)  # in ATTR_STRUCT's order
 _PACK = ATTR_STRUCT.pack
 _starmap = itertools.starmap
@@ -201,8 +201,11 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     # C, and stops at the first difference (one Attr.__eq__ call at most).
     if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
         return (_NULL, 0) if a0 is None else (pack_attr(a0), 0)
-    if set(map(type, attrs)) == _ONLY_ATTR:  # each its own Attr (an inode table's): at C speed
+    kinds = set(map(type, attrs))
+    if kinds == _ONLY_ATTR:  # each its own Attr (an inode table's): at C speed
         return b"".join(_starmap(_PACK, map(_FIELDS, attrs))), _ATTR_SIZE
+    if kinds == _ONLY_PACKED:  # packed already (pyfuse.compat's)
+        return b"".join(attrs), _ATTR_SIZE
     memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
     out = []
     for a in attrs:

@@ -12,13 +12,17 @@ path can drop a request and none can answer twice.
 
 The event loop is one of (:mod:`._loops`): pyfuse's own asyncio loop in a thread of its own
 (started with the first coroutine; ``ll.run``/``ll.mount``), or the caller's running loop,
-asyncio or trio (``await ll.serve(...)``/``async with ll.serving(...)``). The shim is asked
-to report the request's INTERRUPT (``pyfuse_ll_watch``): the task is then cancelled and the
-caller gets EINTR.
+asyncio or trio (``await ll.serve(...)``/``async with ll.serving(...)``). When that loop reads
+the requests itself (``serving(on_loop=True)``), a request is submitted on the loop's own
+thread and handed straight on (:attr:`Bridge.direct`); under trio its coroutine's first step
+runs right there (:meth:`Request.step`), and only one that suspends becomes pending. The
+shim is asked to report a pending request's INTERRUPT (``pyfuse_ll_watch``): its task (or
+cancel scope) is then cancelled and the caller gets EINTR.
 """
 from __future__ import annotations
 
 import collections
+import contextvars
 import errno
 import itertools
 import logging
@@ -39,6 +43,7 @@ log = logging.getLogger("pyfuse")
 _Coro = types.CoroutineType
 _EINTR = errno.EINTR
 _now = time.perf_counter_ns
+_get_ident = threading.get_ident
 
 
 class Request:
@@ -47,7 +52,7 @@ class Request:
 
     __slots__ = ("bridge", "key", "req", "coro", "on_result", "on_error", "op", "where",
                  "task", "scope", "interrupted", "answered", "started", "_ctx", "t_arrived",
-                 "t_started")
+                 "t_started", "_context", "_yielded")
 
     def __init__(self, bridge: Bridge, key: int, req: Any, coro: Any,
                  on_result: Callable[[Any], None], on_error: Callable[[int], None], op: str,
@@ -111,34 +116,84 @@ class Request:
         finally:
             with b._lock:
                 b._answering -= 1
-                if b._answering == 0:
-                    b._idle.notify_all()
+                if b._answering == 0 and b._closed:
+                    b._idle.notify_all()  # close() may wait for it
 
-    async def run(self) -> None:
-        """The coroutine of the task that serves this request (on the event loop)."""
-        CURRENT.set(self)
+    def step(self) -> bool:
+        """Run the coroutine's first step now, in a context of its own (copied, with
+        ``pyfuse.context()``'s request set, so what a handler sets there stays its own), on
+        the event loop inside the task that called the shim (``serving(on_loop=True)`` under
+        trio). True if it ended there, answered; else ``run(resume=True)`` goes on with it."""
         self.started = True
         if self.t_arrived:
             self.t_started = _now()
+        ctx = self._context = contextvars.copy_context()
+        ctx.run(CURRENT.set, self)
         try:
-            r = await self.coro
+            self._yielded = ctx.run(self.coro.send, None)
+        except StopIteration as e:
+            self.answer(e.value)
+            return True
         except BaseException as e:
-            impl = self.bridge.loop_impl
-            assert impl is not None  # a task runs on it
-            if impl.is_cancel(e):
-                self.answer(err=_EINTR)
-                if impl.must_reraise(e):
-                    raise
-                return
-            self.answer(exc=e)
+            self._raised(e)  # a cancellation is not re-raised: this is no task of its own
+            return True
+        return False
+
+    async def run(self, resume: bool = False) -> None:
+        """The coroutine that serves this request on the event loop: its task's, or with
+        ``resume`` the rest of what :meth:`step` began, in the task that called it."""
+        try:
+            if resume:
+                r = await _resume(self)
+            else:
+                self.started = True
+                if self.t_arrived:
+                    self.t_started = _now()
+                CURRENT.set(self)
+                r = await self.coro
+        except BaseException as e:
+            if self._raised(e):
+                raise
             return
         self.answer(r)
+
+    def _raised(self, e: BaseException) -> bool:
+        """The coroutine raised ``e``: answer its errno (EINTR for the loop's cancellation).
+        True if ``e`` must propagate (trio's cancellation, out of the task's scope)."""
+        impl = self.bridge.loop_impl
+        assert impl is not None  # it runs on it
+        if impl.is_cancel(e):
+            self.answer(err=_EINTR)
+            return impl.must_reraise(e)
+        self.answer(exc=e)
+        return False
 
     def done(self, _task: Any = None) -> None:
         """The task ended (its done-callback): answer EINTR if it never did (a task cancelled
         before its first step never runs :meth:`run`'s body)."""
         if not self.answered:
             self.answer(err=_EINTR)
+
+
+@types.coroutine
+def _resume(p: Request) -> Any:
+    """The rest of ``p``'s coroutine after :meth:`Request.step`, in the calling task, each step
+    in the request's own context (as its own task would run it)."""
+    run, coro, y = p._context.run, p.coro, p._yielded
+    p._yielded = None
+    while True:
+        try:
+            v = yield y
+        except BaseException as e:  # thrown in by the event loop (a cancellation)
+            try:
+                y = run(coro.throw, e)
+            except StopIteration as s:
+                return s.value
+        else:
+            try:
+                y = run(coro.send, v)
+            except StopIteration as s:
+                return s.value
 
 
 class Bridge:
@@ -158,6 +213,11 @@ class Bridge:
         # of them (one wake-up), not once for each
         self._arrived: collections.deque[Request] = collections.deque()
         self._woken = False
+        #: The event loop reads the requests itself (``serving(on_loop=True)``): a request
+        #: submitted on its thread is handed to this, at once, without a wake-up; with
+        #: ``step_first``, after its first step (:meth:`Request.step`), if it did not end.
+        self.direct: Optional[Callable[[Request], None]] = None
+        self.step_first = False
         #: Called with (request, errno, perf_counter_ns when its coroutine ended) once an
         #: async request is answered (statistics).
         self.recorder: Optional[Callable[[Request, int, int], None]] = None
@@ -205,6 +265,14 @@ class Bridge:
         except RuntimeError:
             p.answer(err=_EINTR)
             return 0
+        if self.direct is not None and _get_ident() == impl.thread_id:
+            # (an INTERRUPT can come only while it waits: none is watched before)
+            if self.step_first and p.step():
+                return 0
+            self._pending[p.key] = p
+            lib.pyfuse_ll_watch(req, p.key)
+            self.direct(p)
+            return 0
         self._pending[p.key] = p
         lib.pyfuse_ll_watch(req, p.key)  # an INTERRUPT already received is reported at once
         self._arrived.append(p)
@@ -223,15 +291,19 @@ class Bridge:
         assert impl is not None
         while arrived:
             p = arrived.popleft()
-            if p.answered:
-                continue
-            try:
-                impl.start(p)
-            except Exception:  # e.g. trio's nursery closed to new tasks: the session ends
-                p.answer(err=_EINTR)
-                continue
-            if p.interrupted:
-                impl.cancel(p)
+            if not p.answered:
+                self.start(impl, p)
+
+    @staticmethod
+    def start(impl: EventLoop, p: Request) -> None:
+        """Start request ``p``'s task (on the event loop)."""
+        try:
+            impl.start(p)
+        except Exception:  # e.g. trio's nursery closed to new tasks: the session ends
+            p.answer(err=_EINTR)
+            return
+        if p.interrupted:
+            impl.cancel(p)
 
     def _drain(self, err: int) -> None:
         while self._arrived:

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from typing import Any, Callable, Optional
 
 __all__ = ["EventLoop", "AsyncioLoop", "TrioLoop", "current"]
 
 log = logging.getLogger("pyfuse")
+#: asyncio can run a new task's first step at once (Python 3.12's eager tasks).
+_EAGER = sys.version_info >= (3, 12)
+_EAGER_START: dict[str, Any] = {"eager_start": True}
 
 
 class EventLoop:
@@ -110,7 +114,11 @@ class AsyncioLoop(EventLoop):
         return True
 
     def start(self, p: Any) -> None:
-        p.task = task = self._loop.create_task(p.run())
+        if _EAGER:  # its first step now: a handler that does not wait ends here
+            task = asyncio.Task(p.run(), loop=self._loop, **_EAGER_START)
+        else:
+            task = self._loop.create_task(p.run())
+        p.task = task
         task.add_done_callback(p.done)
 
     def cancel(self, p: Any) -> None:

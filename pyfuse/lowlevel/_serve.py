@@ -1,20 +1,24 @@
 """Serving inside the caller's own event loop: ``await pyfuse.lowlevel.serve(...)`` and
 ``async with pyfuse.lowlevel.serving(...) as session``, under asyncio or trio.
 
-The kernel's requests are still read by libfuse's loop on threads of its own (a blocking
-read of /dev/fuse has no place on an event loop); synchronous handlers run there, as with
-``ll.run``. Every ``async def`` handler runs as a task on the caller's loop (asyncio) or in a
-nursery of the caller's run (trio), so loop-bound objects (an aiohttp session, a database
-pool, trio channels) can be made and used there as in any other coroutine.
+By default the kernel's requests are read by libfuse's loop on threads of its own;
+synchronous handlers run there, as with ``ll.run``. Every ``async def`` handler runs as a task
+on the caller's loop (asyncio) or in a nursery of the caller's run (trio), so loop-bound
+objects (an aiohttp session, a database pool, trio channels) can be made and used there as in
+any other coroutine. With ``on_loop=True`` the loop itself reads /dev/fuse (non-blocking, when
+the descriptor is readable, as pyfuse3 does under trio): no thread and no hand-off between
+threads, every handler on the loop (synchronous ones included).
 """
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import threading
 from types import TracebackType
 from typing import Any, Callable, Optional
 
-from .._pyfuse_c import ffi
+from .._pyfuse_c import ffi, lib
 from ._loops import AsyncioLoop, TrioLoop
 from .operations import Operations
 from .session import Session
@@ -98,33 +102,42 @@ class serving:  # noqa: N801  (used as a function)
     or a cancellation included) unmounts, answers every pending request (EINTR for those
     still running, whose tasks are cancelled) and waits for libfuse's loop to end.
 
-    The keyword arguments are :func:`pyfuse.lowlevel.run`'s; ``signals`` defaults to False
-    (the event loop owns them: asyncio.run turns Ctrl-C into a cancellation, which unmounts).
-    Never touch the mount with blocking calls from the loop that serves it (an async handler
-    would wait for the very thread that waits for it): use ``asyncio.to_thread`` or
-    ``trio.to_thread.run_sync``, or another process."""
+    ``on_loop=True``: the loop reads the requests itself (see the module docstring), with
+    no thread: the fastest way when every handler that waits is ``async def``, since a
+    synchronous handler then blocks the loop while it runs (as in pyfuse3, which serves this
+    way). ``init`` is served on a thread while the loop waits (an async ``init`` runs on the
+    loop meanwhile), ``destroy`` likewise at the end.
 
-    def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
+    The other keyword arguments are :func:`pyfuse.lowlevel.run`'s; ``signals`` defaults to
+    False (the event loop owns them: asyncio.run turns Ctrl-C into a cancellation, which
+    unmounts). Never touch the mount with blocking calls from the loop that serves it (an
+    async handler would wait for the very thread that waits for it): use
+    ``asyncio.to_thread`` or ``trio.to_thread.run_sync``, or another process."""
+
+    def __init__(self, ops: Operations, mountpoint: str, *, on_loop: bool = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("signals", False)
         if kwargs.pop("foreground", True) is not True:
             raise ValueError("serving() runs in the caller's process: foreground=False "
                              "(daemonizing) is for run()")
         self.session = Session(ops, mountpoint, **kwargs)
-        self._init()
+        self._init(on_loop)
 
     @classmethod
-    def of(cls, session: Session) -> serving:
+    def of(cls, session: Session, *, on_loop: bool = False) -> serving:
         """Serve ``session``, already made (and maybe mounted already: then it is not
         mounted again), as :class:`serving` serves its own."""
         self = cls.__new__(cls)
         self.session = session
-        self._init()
+        self._init(on_loop)
         return self
 
-    def _init(self) -> None:
+    def _init(self, on_loop: bool) -> None:
+        self._on_loop = bool(on_loop)
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
         self._nursery_cm: Any = None
+        self._reader: Optional[_LoopReader] = None
 
     def _serve(self, ready: _Signal, done: _Signal) -> None:
         s = self.session
@@ -159,6 +172,9 @@ class serving:  # noqa: N801  (used as a function)
         ready, self._done = _Signal(trio), _Signal(trio)
         self.session._unmounted = self._done
         self._trio_mod = trio
+        if self._on_loop:
+            await self._start_on_loop(impl)
+            return self.session
         self._thread = threading.Thread(target=self._serve, args=(ready, self._done),
                                         name="pyfuse-loop", daemon=True)
         self._thread.start()
@@ -171,6 +187,29 @@ class serving:  # noqa: N801  (used as a function)
             await self._end()
             raise self._error
         return self.session
+
+    async def _start_on_loop(self, impl: Any) -> None:
+        """Mount (if not mounted yet) and serve INIT on a thread, then read the requests on
+        this loop."""
+        s, trio = self.session, self._trio_mod
+
+        def first() -> int:
+            if s._c == ffi.NULL:
+                s.mount()
+            # INIT, the first request: on this thread, so that an async init can run on the
+            # loop meanwhile (the descriptor is still blocking: this waits for it)
+            return int(lib.pyfuse_pump(s._c, 1))
+
+        try:
+            rc = await _in_thread(trio, first)
+        except BaseException:  # the mount failed, or a cancellation came meanwhile
+            if s._c != ffi.NULL:
+                await _in_thread(trio, s._teardown)
+            self._done.set()
+            await self._end()
+            raise
+        self._reader = _LoopReader(self, trio, impl)
+        self._reader.start(rc)
 
     async def _end(self) -> None:
         """Unmount (from a thread: it may block) and wait for the loop's end, shielded from
@@ -197,6 +236,121 @@ class serving:  # noqa: N801  (used as a function)
         await self._end()
         if self._error is not None and ev is None:
             raise self._error
+
+
+class _LoopReader:
+    """``serving(on_loop=True)``'s reading of /dev/fuse on the event loop (the descriptor made
+    non-blocking); ``lib.pyfuse_pump`` serves the requests waiting there (their synchronous
+    handlers run, their coroutines are handed over). Once the kernel has ended the session,
+    it is torn down on a thread and the serving context's end is signalled.
+
+    asyncio: a reader callback serves up to :attr:`BURST` requests a wake-up, each coroutine
+    as a task of its own (started eagerly where asyncio can). trio, whose tasks cost more:
+    pyfuse3's way, worker tasks that take turns reading, and no task per request. A request's
+    coroutine takes its first step where the shim hands it over, inside the reading worker
+    (most end there, answered); one that suspends is carried on by that worker while a new
+    worker reads (a worker that finds another reading ends)."""
+
+    #: asyncio: requests served per wake-up at most, before the loop runs what they started.
+    BURST = 32
+
+    def __init__(self, owner: serving, trio: Any, impl: Any) -> None:
+        self._owner, self._trio, self._impl = owner, trio, impl
+        self._c = owner.session._c
+        self._fd = int(lib.pyfuse_session_fd(self._c))
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._ending: Any = None  # the asyncio task of the end, kept referenced
+        self._nursery: Any = getattr(impl, "_nursery", None)
+        self._claimed: list[Any] = []  # trio: the request the last pump handed over
+        self._reading = False  # trio: a worker waits to read
+        self._ended = False
+
+    def start(self, first: int) -> None:
+        """Serve on the loop (``first``: what serving INIT returned)."""
+        bridge = self._owner.session._bridge
+        if first < 0:
+            self._end_soon(first)
+            return
+        os.set_blocking(self._fd, False)
+        if self._trio is None:
+            impl = self._impl
+            bridge.direct = lambda p: bridge.start(impl, p)
+            self._loop = asyncio.get_running_loop()
+            self._loop.add_reader(self._fd, self._readable)
+        else:
+            bridge.direct, bridge.step_first = self._claim, True
+            self._nursery.start_soon(self._worker)
+
+    def _readable(self) -> None:
+        rc = lib.pyfuse_pump(self._c, self.BURST)
+        if rc < 0:
+            assert self._loop is not None
+            self._loop.remove_reader(self._fd)
+            self._end_soon(rc)
+
+    def _end_soon(self, rc: int) -> None:
+        self._ended = True
+        if self._trio is None:
+            self._ending = asyncio.get_running_loop().create_task(self._finish(rc))
+        else:
+            self._nursery.start_soon(self._finish, rc)
+
+    def _claim(self, p: Any) -> None:
+        """trio: the first step of ``p``'s coroutine (run in the pump of the reading worker)
+        suspended: that worker goes on with it, another reads meanwhile."""
+        self._claimed.append(p)
+        if not self._reading and not self._ended:
+            self._nursery.start_soon(self._worker)
+
+    async def _worker(self) -> None:
+        trio, c, fd, claimed = self._trio, self._c, self._fd, self._claimed
+        wait_readable, pump = trio.lowlevel.wait_readable, lib.pyfuse_pump
+        # Shielded: the requests are read until the kernel ends the session (leaving the
+        # serving block unmounts first), whatever cancels the tasks around. The request being
+        # run is cancelled (an interrupt) through the inner scope, which is then replaced;
+        # p.scope is set only while p runs, so a late cancel(p) reaches no other request.
+        with trio.CancelScope(shield=True):
+            while not self._ended and not self._reading:
+                with trio.CancelScope() as scope:
+                    while not self._ended and not self._reading:
+                        self._reading = True
+                        try:
+                            await wait_readable(fd)
+                        finally:
+                            self._reading = False
+                        if self._ended:
+                            break
+                        rc = pump(c, 1)  # one a wake-up (another read would mostly
+                        if rc < 0:       # find nothing: the client waits for this reply)
+                            trio.lowlevel.notify_closing(fd)
+                            self._end_soon(rc)
+                            break
+                        while claimed:
+                            p = claimed.pop()
+                            p.scope = scope
+                            try:
+                                if p.interrupted:
+                                    scope.cancel()
+                                await p.run(resume=True)
+                            finally:
+                                p.scope = None
+                                p.done()
+
+    async def _finish(self, rc: int) -> None:
+        """The session has ended (``rc``, pyfuse_pump's -errno): tear it down on a thread
+        (unmount, answer what is pending, free; ``destroy`` runs meanwhile), then signal
+        the serving context."""
+        owner, s = self._owner, self._owner.session
+        try:
+            await _in_thread(self._trio, s._teardown)
+        except BaseException as e:
+            owner._error = owner._error or e
+        if s._fatal is not None:
+            owner._error = owner._error or s._fatal
+        elif rc != -errno.ENODEV:
+            owner._error = owner._error or OSError(
+                -rc, f"reading the requests of {s.mountpoint} failed: {os.strerror(-rc)}")
+        owner._done.set()
 
 
 async def _in_thread(trio: Any, fn: Callable[[], Any]) -> Any:

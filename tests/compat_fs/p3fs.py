@@ -1,6 +1,8 @@
 """An in-memory filesystem written against pyfuse3's API (inode numbers, bytes names,
 readdir_reply, EntryAttributes, lookup counts kept by the filesystem as pyfuse3 teaches).
-Usage: p3fs.py [--asyncio] MOUNTPOINT. PYFUSE3_MODULE names the module (default pyfuse3)."""
+Usage: p3fs.py [--asyncio] MOUNTPOINT. PYFUSE3_MODULE names the module (default pyfuse3);
+P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's xattr
+user.p3fs.lookups (not listed) is the number of lookup calls so far."""
 from __future__ import annotations
 
 import errno
@@ -29,7 +31,9 @@ class P3Memory(pyfuse3.Operations):
         self.nodes = {pyfuse3.ROOT_INODE: Node(pyfuse3.ROOT_INODE, stat.S_IFDIR | 0o755)}
         self.next_ino = pyfuse3.ROOT_INODE + 1
         self.lookups = {}
+        self.lookup_calls = 0
         self.open_fhs = {}
+        self.timeout = float(os.environ.get("P3FS_TIMEOUT", "0"))
 
     def _attr(self, n):
         a = pyfuse3.EntryAttributes()
@@ -37,7 +41,7 @@ class P3Memory(pyfuse3.Operations):
         a.st_size = len(n.target) if stat.S_ISLNK(n.mode) else len(n.data)
         a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns = n.atime, n.mtime, n.ctime
         a.st_uid, a.st_gid = os.getuid(), os.getgid()
-        a.entry_timeout = a.attr_timeout = 0
+        a.entry_timeout = a.attr_timeout = self.timeout
         return a
 
     def _node(self, ino):
@@ -51,6 +55,7 @@ class P3Memory(pyfuse3.Operations):
         return self._attr(n)
 
     async def lookup(self, parent_inode, name, ctx):
+        self.lookup_calls += 1
         d = self._node(parent_inode)
         if name not in d.children:
             raise pyfuse3.FUSEError(errno.ENOENT)
@@ -58,7 +63,7 @@ class P3Memory(pyfuse3.Operations):
 
     async def forget(self, inode_list):
         for ino, n in inode_list:
-            self.lookups[ino] -= n
+            self.lookups[ino] = self.lookups.get(ino, 0) - n
             if self.lookups[ino] == 0:
                 del self.lookups[ino]
 
@@ -154,11 +159,14 @@ class P3Memory(pyfuse3.Operations):
                 continue
             if not pyfuse3.readdir_reply(token, name, self._attr(self.nodes[ino]), i + 1):
                 break
+            self.lookups[ino] = self.lookups.get(ino, 0) + 1  # readdir_reply counts one
 
     async def setxattr(self, inode, name, value, ctx):
         self._node(inode).xattrs[name] = value
 
     async def getxattr(self, inode, name, ctx):
+        if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.lookups":
+            return str(self.lookup_calls).encode()
         try:
             return self._node(inode).xattrs[name]
         except KeyError:

@@ -35,7 +35,7 @@ from ._types import (
     SetattrFields,
     StatvfsData,
     XAttrNameT,
-    to_attr,
+    packed_attr,
 )
 
 __all__ = ["Operations", "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields",
@@ -89,7 +89,9 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     if _session is not None:
         raise RuntimeError("pyfuse3.init() called twice without close()")
     kw = _kwargs(options)
-    config = Config(entry_timeout=300, attr_timeout=300, readdirplus="off",
+    # READDIRPLUS always, as pyfuse3 (its listings carry attributes: each entry counts a
+    # lookup, which the filesystem's forget gets back)
+    config = Config(entry_timeout=300, attr_timeout=300, readdirplus="always",
                     writeback_cache=bool(getattr(ops, "enable_writeback_cache", False)),
                     posix_acl=bool(getattr(ops, "enable_acl", False)))
     session = ll.Session(adapt(ops), mountpoint, threads=False, signals=False, config=config,
@@ -109,7 +111,7 @@ async def main(min_tasks: int = 1, max_tasks: int = 99) -> None:
     trio = _trio()
     trio_token = trio.lowlevel.current_trio_token() if trio is not None else "asyncio"
     try:
-        async with serving.of(_session) as session:
+        async with serving.of(_session, on_loop=True) as session:
             await session.unmounted()
     finally:
         trio_token = None
@@ -192,7 +194,7 @@ def readdir_reply(token: ReaddirToken, name: FileNameT, attr: EntryAttributes,
     at ``next_id``'s entry in the next call)."""
     if len(token.entries) >= token.room:
         return False
-    token.entries.append((os.fsdecode(name), to_attr(attr), next_id))
+    token.entries.append((os.fsdecode(name), packed_attr(attr), next_id))
     return len(token.entries) < token.room
 
 

@@ -4,10 +4,17 @@ conversions to pyfuse's (:class:`pyfuse.Attr`, :class:`pyfuse.lowlevel.Entry`, .
 from __future__ import annotations
 
 import errno as _errno
+import functools
 import os
 import stat
+import struct
 from typing import Any, Optional
 
+from ..._core.context import CURRENT as _CURRENT
+from ..._core.context import context as _context
+from ..._core.convert import ATTR_STRUCT, PackedAttr
+from ..._pyfuse_c import ffi as _ffi
+from ..._pyfuse_c import lib as _lib
 from ...lowlevel import (
     SET_ATIME,
     SET_CTIME,
@@ -23,8 +30,8 @@ from ...types import FileInfo as _PyfuseFileInfo
 
 __all__ = ["FileHandleT", "FileNameT", "FlagT", "InodeT", "ModeT", "XAttrNameT",
            "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields", "RequestContext",
-           "FUSEError", "ReaddirToken", "to_entry", "to_attr", "from_attr", "to_fileinfo",
-           "to_statvfs", "setattr_fields", "request_context"]
+           "FUSEError", "ReaddirToken", "to_entry", "to_attr", "packed_attr", "from_attr",
+           "to_fileinfo", "to_statvfs", "setattr_fields", "request_context"]
 
 #: pyfuse3 3.5's type aliases (plain aliases there too: ``FileHandleT(x)`` is ``int(x)``).
 FileHandleT = int
@@ -190,9 +197,12 @@ class ReaddirToken:
 
 def request_context() -> RequestContext:
     """The caller of the request being served, as pyfuse3's and llfuse's ``ctx``."""
-    from ..._core.context import context
-
-    c = context()
+    p = _CURRENT.get()
+    if p is not None:  # an async handler's: straight from its request
+        c = _ctx_buf()
+        _req_context(p.req, c)
+    else:
+        c = _context()
     return RequestContext(c.uid, c.gid, c.pid, c.umask)
 
 
@@ -203,10 +213,22 @@ def to_attr(a: EntryAttributes) -> Attr:
                 int(a.st_ctime_ns))
 
 
+def packed_attr(a: EntryAttributes) -> Any:
+    """``a``'s attributes for pyfuse's replies and listings: packed at once (the usual case,
+    int fields), else (float times, converted; or a bad value, which the reply reports) as
+    :func:`to_attr`'s Attr."""
+    try:
+        return PackedAttr(_pack_attr(
+            a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+            a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns))
+    except struct.error:
+        return to_attr(a)
+
+
 def to_entry(a: Any, what: str) -> Entry:
-    if not isinstance(a, EntryAttributes):
+    if type(a) is not EntryAttributes and not isinstance(a, EntryAttributes):
         raise TypeError(f"{what} must return an EntryAttributes, not {type(a).__name__}")
-    return Entry(to_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
+    return Entry(packed_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
 
 
 def from_attr(a: Attr) -> EntryAttributes:
@@ -244,3 +266,6 @@ def setattr_fields(to_set: int) -> SetattrFields:
 
 
 ENOATTR = _errno.ENODATA
+_req_context = _lib.pyfuse_req_context
+_pack_attr = ATTR_STRUCT.pack
+_ctx_buf = functools.partial(_ffi.new, "struct pyfuse_ctx *")
