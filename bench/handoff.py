@@ -2,11 +2,14 @@
 layer against pyfuse3: microseconds per ``os.stat`` (a LOOKUP and a GETATTR, every cache off,
 one thread reading requests), 300 warm-up stats then 3,000 timed, in a client process.
 
-    python bench/handoff.py [sync|async-own|async-trio|async-asyncio|pyfuse3|pyfuse3-compat]
+    python bench/handoff.py [sync|async-own|async-trio|async-asyncio|async-trio-loop|
+                             async-asyncio-loop|pyfuse3|pyfuse3-compat]
 
 - sync: ``def`` handlers (pyfuse.lowlevel, ll.mount);
 - async-own: ``async def`` handlers on pyfuse's own asyncio loop (ll.mount);
-- async-trio / async-asyncio: the same under ``ll.serving`` inside the caller's loop;
+- async-trio / async-asyncio: the same under ``ll.serving`` inside the caller's loop, the
+  requests read by libfuse's thread; with -loop, ``ll.serving(on_loop=True)``, read on the
+  caller's loop itself;
 - pyfuse3 / pyfuse3-compat: a pyfuse3 filesystem on pyfuse3 itself and on
   pyfuse.compat.pyfuse3 (trio).
 
@@ -65,8 +68,9 @@ def native(mode: str, mnt: str) -> float:
     result: list[float] = []
 
     async def main() -> None:
-        async with ll.serving(Async(), mnt, config=no_cache, threads=False) as s:
-            if mode == "async-trio":
+        async with ll.serving(Async(), mnt, config=no_cache, threads=False,
+                              on_loop=mode.endswith("-loop")) as s:
+            if mode.startswith("async-trio"):
                 import trio
                 result.append(await trio.to_thread.run_sync(client, mnt))
             else:
@@ -75,7 +79,7 @@ def native(mode: str, mnt: str) -> float:
                                                                                mnt))
             s.stop()
 
-    if mode == "async-trio":
+    if mode.startswith("async-trio"):
         import trio
         trio.run(main)
     else:
@@ -122,8 +126,8 @@ def pyfuse3_fs(module: str, mnt: str) -> float:
 
 
 def main(argv: list[str]) -> None:
-    modes = argv or ["sync", "async-own", "async-trio", "async-asyncio", "pyfuse3",
-                     "pyfuse3-compat"]
+    modes = argv or ["sync", "async-own", "async-trio", "async-asyncio", "async-trio-loop",
+                     "async-asyncio-loop", "pyfuse3", "pyfuse3-compat"]
     for mode in modes:
         if len(modes) > 1:  # each in a process of its own (pyfuse3's module is global)
             subprocess.run([sys.executable, __file__, mode], check=True)

@@ -88,6 +88,22 @@ def test_listings_carry_attributes_as_on_pyfuse3(serve: Any, monkeypatch: Any) -
     assert calls["pyfuse3"] <= 1, calls  # (the directory itself, at most)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+@pytest.mark.parametrize("variant", ["pyfuse3", "runner", "runner-asyncio"])
+def test_ctx_is_the_callers_after_the_reply(serve: Any, variant: str) -> None:
+    """The ``ctx`` a handler keeps names the calling process when read after the reply (the
+    compat layer fetches it lazily, or before the reply frees the request)."""
+    import subprocess
+
+    mnt = serve(variant)
+    r = subprocess.run([sys.executable, "-c", "import os,sys; open(sys.argv[1], 'w').close();"
+                        " print(os.getpid())", os.path.join(mnt, "made")],
+                       capture_output=True, text=True, timeout=30, check=True)
+    assert os.getxattr(mnt, "user.p3fs.creator").decode().split() == \
+        [r.stdout.strip(), str(os.getuid()), str(os.getgid())]
+
+
 def test_runner_maps_pyfuse3(tmp_path: Any) -> None:
     import subprocess
 

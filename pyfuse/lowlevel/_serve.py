@@ -248,11 +248,14 @@ class _LoopReader:
     as a task of its own (started eagerly where asyncio can). trio, whose tasks cost more:
     pyfuse3's way, worker tasks that take turns reading, and no task per request. A request's
     coroutine takes its first step where the shim hands it over, inside the reading worker
-    (most end there, answered); one that suspends is carried on by that worker while a new
-    worker reads (a worker that finds another reading ends)."""
+    (most end there, answered); one that suspends is carried on by that worker while another
+    reads (a worker that finds another reading waits, idle, until a suspended request needs
+    a new reader; beyond :attr:`IDLE` idle ones it ends)."""
 
     #: asyncio: requests served per wake-up at most, before the loop runs what they started.
     BURST = 32
+    #: trio: idle workers kept (a suspended request wakes one to read, instead of a new task).
+    IDLE = 32
 
     def __init__(self, owner: serving, trio: Any, impl: Any) -> None:
         self._owner, self._trio, self._impl = owner, trio, impl
@@ -263,6 +266,8 @@ class _LoopReader:
         self._nursery: Any = getattr(impl, "_nursery", None)
         self._claimed: list[Any] = []  # trio: the request the last pump handed over
         self._reading = False  # trio: a worker waits to read
+        # trio: the idle workers
+        self._idle: Any = None if trio is None else trio.lowlevel.ParkingLot()
         self._ended = False
 
     def start(self, first: int) -> None:
@@ -293,14 +298,19 @@ class _LoopReader:
         if self._trio is None:
             self._ending = asyncio.get_running_loop().create_task(self._finish(rc))
         else:
+            self._idle.unpark_all()  # they end
             self._nursery.start_soon(self._finish, rc)
 
     def _claim(self, p: Any) -> None:
         """trio: the first step of ``p``'s coroutine (run in the pump of the reading worker)
-        suspended: that worker goes on with it, another reads meanwhile."""
+        suspended: that worker goes on with it, another (an idle one, else a new one) reads
+        meanwhile."""
         self._claimed.append(p)
         if not self._reading and not self._ended:
-            self._nursery.start_soon(self._worker)
+            if self._idle:
+                self._idle.unpark()
+            else:
+                self._nursery.start_soon(self._worker)
 
     async def _worker(self) -> None:
         trio, c, fd, claimed = self._trio, self._c, self._fd, self._claimed
@@ -310,9 +320,14 @@ class _LoopReader:
         # run is cancelled (an interrupt) through the inner scope, which is then replaced;
         # p.scope is set only while p runs, so a late cancel(p) reaches no other request.
         with trio.CancelScope(shield=True):
-            while not self._ended and not self._reading:
+            while not self._ended:
                 with trio.CancelScope() as scope:
-                    while not self._ended and not self._reading:
+                    while not self._ended:
+                        if self._reading:  # another reads: idle until needed (IDLE at most)
+                            if len(self._idle) >= self.IDLE:
+                                return
+                            await self._idle.park()
+                            continue
                         self._reading = True
                         try:
                             await wait_readable(fd)

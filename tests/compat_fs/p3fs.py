@@ -1,8 +1,9 @@
 """An in-memory filesystem written against pyfuse3's API (inode numbers, bytes names,
 readdir_reply, EntryAttributes, lookup counts kept by the filesystem as pyfuse3 teaches).
 Usage: p3fs.py [--asyncio] MOUNTPOINT. PYFUSE3_MODULE names the module (default pyfuse3);
-P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's xattr
-user.p3fs.lookups (not listed) is the number of lookup calls so far."""
+P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's xattrs
+user.p3fs.lookups and user.p3fs.creator (not listed) are the number of lookup calls so far
+and the pid, uid and gid of the last create's ctx, as read after that request's reply."""
 from __future__ import annotations
 
 import errno
@@ -32,6 +33,7 @@ class P3Memory(pyfuse3.Operations):
         self.next_ino = pyfuse3.ROOT_INODE + 1
         self.lookups = {}
         self.lookup_calls = 0
+        self.last_ctx = None
         self.open_fhs = {}
         self.timeout = float(os.environ.get("P3FS_TIMEOUT", "0"))
 
@@ -107,6 +109,7 @@ class P3Memory(pyfuse3.Operations):
         return self._node(inode).target
 
     async def create(self, parent_inode, name, mode, flags, ctx):
+        self.last_ctx = ctx  # read later, after the reply (user.p3fs.creator)
         n = self._add(parent_inode, name, mode)
         return pyfuse3.FileInfo(fh=n.ino), self._looked_up(n)
 
@@ -167,6 +170,9 @@ class P3Memory(pyfuse3.Operations):
     async def getxattr(self, inode, name, ctx):
         if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.lookups":
             return str(self.lookup_calls).encode()
+        if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.creator":
+            c = self.last_ctx
+            return f"{c.pid} {c.uid} {c.gid}".encode()
         try:
             return self._node(inode).xattrs[name]
         except KeyError:

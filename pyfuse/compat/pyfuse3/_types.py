@@ -4,7 +4,6 @@ conversions to pyfuse's (:class:`pyfuse.Attr`, :class:`pyfuse.lowlevel.Entry`, .
 from __future__ import annotations
 
 import errno as _errno
-import functools
 import os
 import stat
 import struct
@@ -13,8 +12,6 @@ from typing import Any, Optional
 from ..._core.context import CURRENT as _CURRENT
 from ..._core.context import context as _context
 from ..._core.convert import ATTR_STRUCT, PackedAttr
-from ..._pyfuse_c import ffi as _ffi
-from ..._pyfuse_c import lib as _lib
 from ...lowlevel import (
     SET_ATIME,
     SET_CTIME,
@@ -195,14 +192,28 @@ class ReaddirToken:
         self.room = room
 
 
+class _RequestContextOf(RequestContext):
+    """An async request's :class:`RequestContext`, fetched from the request when first read
+    (most handlers never read theirs), or before the reply if it was not."""
+
+    __slots__ = ("_p",)
+
+    def __init__(self, p: Any) -> None:  # noqa: D107 (RequestContext's fields: properties)
+        self._p = p
+        p.keep_ctx = True
+
+    uid = property(lambda self: self._p.ctx.uid)  # type: ignore[assignment]
+    gid = property(lambda self: self._p.ctx.gid)  # type: ignore[assignment]
+    pid = property(lambda self: self._p.ctx.pid)  # type: ignore[assignment]
+    umask = property(lambda self: self._p.ctx.umask)  # type: ignore[assignment]
+
+
 def request_context() -> RequestContext:
     """The caller of the request being served, as pyfuse3's and llfuse's ``ctx``."""
     p = _CURRENT.get()
-    if p is not None:  # an async handler's: straight from its request
-        c = _ctx_buf()
-        _req_context(p.req, c)
-    else:
-        c = _context()
+    if p is not None:  # an async handler's
+        return _RequestContextOf(p)
+    c = _context()
     return RequestContext(c.uid, c.gid, c.pid, c.umask)
 
 
@@ -266,6 +277,5 @@ def setattr_fields(to_set: int) -> SetattrFields:
 
 
 ENOATTR = _errno.ENODATA
-_req_context = _lib.pyfuse_req_context
 _pack_attr = ATTR_STRUCT.pack
-_ctx_buf = functools.partial(_ffi.new, "struct pyfuse_ctx *")
+
