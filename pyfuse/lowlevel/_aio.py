@@ -52,7 +52,7 @@ class Request:
 
     __slots__ = ("bridge", "key", "req", "coro", "on_result", "on_error", "op", "where",
                  "task", "scope", "interrupted", "answered", "started", "_ctx", "t_arrived",
-                 "t_started", "_context", "_yielded", "keep_ctx")
+                 "t_started", "_context", "_yielded", "ctx_view")
 
     def __init__(self, bridge: Bridge, key: int, req: Any, coro: Any,
                  on_result: Callable[[Any], None], on_error: Callable[[int], None], op: str,
@@ -65,9 +65,10 @@ class Request:
         self.answered = False
         self.started = False
         self._ctx: Optional[Context] = None
-        #: Someone holds a view of :attr:`ctx` that may be read later: it is fetched before
-        #: the reply frees the request.
-        self.keep_ctx = False
+        #: A weak reference to an object that reads :attr:`ctx` when it is first read: if it
+        #: is still alive when the request is answered, ctx is fetched before the reply frees
+        #: the request.
+        self.ctx_view: Any = None
         # timestamps only for the statistics (recorder set): none on the plain path
         self.t_arrived = _now() if bridge.recorder is not None else 0
         self.t_started = 0
@@ -91,7 +92,7 @@ class Request:
             self.answered = True
             b._answering += 1
         try:
-            if self.keep_ctx and self._ctx is None:
+            if self.ctx_view is not None and self._ctx is None and self.ctx_view() is not None:
                 self.ctx  # noqa: B018 (fetched while the request is alive)
             b._pending.pop(self.key, None)
             if not self.started and self.coro is not None:

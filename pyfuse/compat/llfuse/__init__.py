@@ -39,6 +39,9 @@ default_options = frozenset(("big_writes", "default_permissions", "no_splice_rea
                              "splice_write", "splice_move"))
 
 
+_get_ident = threading.get_ident
+
+
 class Lock:
     """llfuse's global lock: held while a handler runs; the class of :data:`lock`."""
 
@@ -76,11 +79,18 @@ class Lock:
             time.sleep(0)
             self.acquire()
 
-    def __enter__(self) -> None:
-        self.acquire()
+    def __enter__(self) -> None:  # acquire(), inline: taken around every handler
+        me = _get_ident()
+        if self._owner == me:
+            raise RuntimeError("Global lock cannot be acquired more than once")
+        self._lock.acquire()
+        self._owner = me
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
+    def __exit__(self, *exc: Any) -> None:  # release(), inline
+        if self._owner != _get_ident():
+            raise RuntimeError("Lock can only be released by the holding thread")
+        self._owner = None
+        self._lock.release()
 
     def __getstate__(self) -> None:
         from pickle import PicklingError

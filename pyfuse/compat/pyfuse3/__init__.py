@@ -17,6 +17,7 @@ import threading
 from typing import Any, Iterable, Optional
 
 from ... import lowlevel as ll
+from ..._core.convert import ENC as _ENC
 from ..._core.poll import PollHandle  # what poll() is given: notify() wakes the pollers
 from ...types import Config
 from ._ops import Operations
@@ -192,10 +193,13 @@ def readdir_reply(token: ReaddirToken, name: FileNameT, attr: EntryAttributes,
                   next_id: int) -> bool:
     """Add an entry to a readdir's listing; False once the batch is full (stop, and resume
     at ``next_id``'s entry in the next call)."""
-    if len(token.entries) >= token.room:
+    entries = token.entries
+    n = len(entries)
+    if n >= token.room:
         return False
-    token.entries.append((os.fsdecode(name), packed_attr(attr), next_id))
-    return len(token.entries) < token.room
+    entries.append((name.decode(_ENC, "surrogateescape") if type(name) is bytes
+                    else os.fsdecode(name), packed_attr(attr), next_id))
+    return n + 1 < token.room
 
 
 def listdir(path: str) -> list[str]:

@@ -7,6 +7,7 @@ import errno as _errno
 import os
 import stat
 import struct
+import weakref
 from typing import Any, Optional
 
 from ..._core.context import CURRENT as _CURRENT
@@ -194,13 +195,13 @@ class ReaddirToken:
 
 class _RequestContextOf(RequestContext):
     """An async request's :class:`RequestContext`, fetched from the request when first read
-    (most handlers never read theirs), or before the reply if it was not."""
+    (most handlers never read theirs), or before the reply if the handler kept it unread."""
 
-    __slots__ = ("_p",)
+    __slots__ = ("_p", "__weakref__")
 
     def __init__(self, p: Any) -> None:  # noqa: D107 (RequestContext's fields: properties)
         self._p = p
-        p.keep_ctx = True
+        p.ctx_view = _weakref(self)
 
     uid = property(lambda self: self._p.ctx.uid)  # type: ignore[assignment]
     gid = property(lambda self: self._p.ctx.gid)  # type: ignore[assignment]
@@ -278,4 +279,5 @@ def setattr_fields(to_set: int) -> SetattrFields:
 
 ENOATTR = _errno.ENODATA
 _pack_attr = ATTR_STRUCT.pack
+_weakref = weakref.ref
 
