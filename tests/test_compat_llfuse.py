@@ -37,9 +37,11 @@ def test_llfuse_filesystem_through_the_runner(tmp_path: Any) -> None:
                 return os.pread(f.fileno(), 100, i * 512 * 1024)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             assert list(pool.map(read_b, range(4))) == [bytes(range(100))] * 4
-        held, reads, most = open(os.path.join(mnt, "report")).read().split()
+        held, reads, most, pid, uid = open(os.path.join(mnt, "report")).read().split()
         assert held == "True" and int(reads) >= 5  # every read ran holding the lock
         assert int(most) >= 2  # and reads overlapped once they released it
+        # the ctx the last open kept, read after its reply: the caller's (this process)
+        assert (int(pid), int(uid)) == (os.getpid(), os.getuid())
 
 
 def test_runner_maps_llfuse(tmp_path: Any) -> None:

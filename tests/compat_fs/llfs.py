@@ -2,7 +2,8 @@
 global lock): files under the root whose reads release the lock while they wait. Usage:
 llfs.py MOUNTPOINT. LLFUSE_MODULE names the module (default llfuse). Each read records, in
 the file "report", whether the lock was held when the handler ran and how many reads ran at
-once with the lock released."""
+once with the lock released, and the pid and uid of the ctx the last open kept (read after
+that open's reply)."""
 from __future__ import annotations
 
 import errno
@@ -26,6 +27,7 @@ class LLFs(llfuse.Operations):
         self.running = 0
         self.most = 0
         self.count_lock = threading.Lock()
+        self.last_ctx = None
 
     def _attr(self, ino):
         a = llfuse.EntryAttributes()
@@ -42,7 +44,9 @@ class LLFs(llfuse.Operations):
         return a
 
     def _report(self):
-        return f"{all(self.held)} {len(self.held)} {self.most}\n".encode()
+        c = self.last_ctx
+        ids = f"{c.pid} {c.uid}" if c is not None else "- -"
+        return f"{all(self.held)} {len(self.held)} {self.most} {ids}\n".encode()
 
     def lookup(self, parent_inode, name, ctx):
         if name == b"report":
@@ -63,6 +67,7 @@ class LLFs(llfuse.Operations):
             yield name, self._attr(ino), i + 1
 
     def open(self, inode, flags, ctx):
+        self.last_ctx = ctx
         if flags & os.O_ACCMODE != os.O_RDONLY:
             raise llfuse.FUSEError(errno.EROFS)
         return inode

@@ -9,14 +9,17 @@ import builtins
 import errno
 import os
 import stat
+import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from ... import lowlevel as ll
+from ..._core.context import context as _context
 from ...errors import FuseError
 from ...types import FileInfo
 from ..pyfuse3._types import (
     ENOATTR,
     FUSEError,
+    RequestContext,
     from_attr,
     request_context,
     setattr_fields,
@@ -30,6 +33,29 @@ __all__ = ["adapt"]
 _enc = os.fsencode
 _dec = os.fsdecode
 _ctx = request_context
+_wref = weakref.ref
+
+
+class _Ctx(RequestContext):
+    """The ``ctx`` of one handler call: the caller's ids, fetched when first read (on the
+    handler's thread, while its request is being served), or as the handler returns if it
+    kept the object unread (most handlers never read theirs)."""
+
+    __slots__ = ("_c", "__weakref__")
+
+    def __init__(self) -> None:  # noqa: D107 (RequestContext's fields: properties)
+        self._c: Any = None
+
+    def _ids(self) -> Any:
+        c = self._c
+        if c is None:
+            c = self._c = _context()
+        return c
+
+    uid = property(lambda self: self._ids().uid)  # type: ignore[assignment]
+    gid = property(lambda self: self._ids().gid)  # type: ignore[assignment]
+    pid = property(lambda self: self._ids().pid)  # type: ignore[assignment]
+    umask = property(lambda self: self._ids().umask)  # type: ignore[assignment]
 
 
 def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
@@ -45,8 +71,22 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
             except FUSEError as e:
                 raise FuseError(e.errno) from None
 
+    def call_ctx(name: str, *args: Any) -> Any:
+        """``call`` with a :class:`_Ctx` as the last argument."""
+        ctx = _Ctx()
+        kept = _wref(ctx)
+        args += (ctx,)
+        del ctx
+        try:
+            return call(name, *args)
+        finally:
+            del args
+            c = kept()
+            if c is not None and c._c is None:  # kept unread: fetch it while we may
+                c._ids()
+
     def lookup(self: Any, parent: int, name: str) -> ll.Entry:
-        return to_entry(call("lookup", parent, _enc(name), _ctx()), "lookup")
+        return to_entry(call_ctx("lookup", parent, _enc(name)), "lookup")
     h["lookup"] = lookup
 
     def forget(self: Any, ino: int, nlookup: int) -> None:
@@ -54,56 +94,56 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
     h["forget"] = forget
 
     def getattr(self: Any, ino: int, fh: Optional[int]) -> ll.Entry:
-        return to_entry(call("getattr", ino, _ctx()), "getattr")
+        return to_entry(call_ctx("getattr", ino), "getattr")
     h["getattr"] = getattr
 
     def setattr(self: Any, ino: int, attr: Any, to_set: int, fh: Optional[int]) -> ll.Entry:
-        return to_entry(call("setattr", ino, from_attr(attr), setattr_fields(to_set), fh,
-                             _ctx()), "setattr")
+        return to_entry(call_ctx("setattr", ino, from_attr(attr), setattr_fields(to_set), fh),
+                        "setattr")
     h["setattr"] = setattr
 
     def readlink(self: Any, ino: int) -> bytes:
-        return bytes(call("readlink", ino, _ctx()))
+        return bytes(call_ctx("readlink", ino))
     h["readlink"] = readlink
 
     def mknod(self: Any, parent: int, name: str, mode: int, rdev: int) -> ll.Entry:
-        return to_entry(call("mknod", parent, _enc(name), mode, rdev, _ctx()), "mknod")
+        return to_entry(call_ctx("mknod", parent, _enc(name), mode, rdev), "mknod")
     h["mknod"] = mknod
 
     def mkdir(self: Any, parent: int, name: str, mode: int) -> ll.Entry:
         mode = (mode & ~stat.S_IFMT(0o177777)) | stat.S_IFDIR  # as llfuse: a directory's type
-        return to_entry(call("mkdir", parent, _enc(name), mode, _ctx()), "mkdir")
+        return to_entry(call_ctx("mkdir", parent, _enc(name), mode), "mkdir")
     h["mkdir"] = mkdir
 
     def unlink(self: Any, parent: int, name: str) -> None:
-        call("unlink", parent, _enc(name), _ctx())
+        call_ctx("unlink", parent, _enc(name))
     h["unlink"] = unlink
 
     def rmdir(self: Any, parent: int, name: str) -> None:
-        call("rmdir", parent, _enc(name), _ctx())
+        call_ctx("rmdir", parent, _enc(name))
     h["rmdir"] = rmdir
 
     def symlink(self: Any, target: str, parent: int, name: str) -> ll.Entry:
-        return to_entry(call("symlink", parent, _enc(name), _enc(target), _ctx()), "symlink")
+        return to_entry(call_ctx("symlink", parent, _enc(name), _enc(target)), "symlink")
     h["symlink"] = symlink
 
     def rename(self: Any, parent: int, name: str, newparent: int, newname: str,
                flags: int) -> None:
         if flags:  # llfuse's rename has no flags (libfuse 2): as its kernel, refuse them
             raise FuseError(errno.EINVAL)
-        call("rename", parent, _enc(name), newparent, _enc(newname), _ctx())
+        call_ctx("rename", parent, _enc(name), newparent, _enc(newname))
     h["rename"] = rename
 
     def link(self: Any, ino: int, newparent: int, newname: str) -> ll.Entry:
-        return to_entry(call("link", ino, newparent, _enc(newname), _ctx()), "link")
+        return to_entry(call_ctx("link", ino, newparent, _enc(newname)), "link")
     h["link"] = link
 
     def open(self: Any, ino: int, flags: int) -> FileInfo:
-        return FileInfo(int(call("open", ino, flags, _ctx())), keep_cache=True)
+        return FileInfo(int(call_ctx("open", ino, flags)), keep_cache=True)
     h["open"] = open
 
     def create(self: Any, parent: int, name: str, mode: int, flags: int) -> Any:
-        fh, attr = call("create", parent, _enc(name), mode, flags, _ctx())
+        fh, attr = call_ctx("create", parent, _enc(name), mode, flags)
         return to_entry(attr, "create"), FileInfo(int(fh), keep_cache=True)
     h["create"] = create
 
@@ -121,7 +161,7 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
         h[name] = (lambda n: lambda self, ino, datasync, fh: call(n, fh, datasync))(name)
 
     def opendir(self: Any, ino: int, flags: int) -> int:
-        return int(call("opendir", ino, _ctx()))
+        return int(call_ctx("opendir", ino))
     h["opendir"] = opendir
 
     def readdir(self: Any, ino: int, offset: int, fh: int, plus: bool) -> Iterator[Any]:
@@ -139,7 +179,7 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
     h["readdir"] = readdir
 
     def statfs(self: Any, ino: int) -> Any:
-        return to_statvfs(call("statfs", _ctx()))
+        return to_statvfs(call_ctx("statfs"))
     h["statfs"] = statfs
 
     def setxattr(self: Any, ino: int, name: str, value: bytes, flags: int) -> None:
@@ -158,19 +198,19 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
     h["setxattr"] = setxattr
 
     def getxattr(self: Any, ino: int, name: str) -> bytes:
-        return bytes(call("getxattr", ino, _enc(name), _ctx()))
+        return bytes(call_ctx("getxattr", ino, _enc(name)))
     h["getxattr"] = getxattr
 
     def listxattr(self: Any, ino: int) -> list[str]:
-        return [_dec(n) for n in call("listxattr", ino, _ctx())]
+        return [_dec(n) for n in call_ctx("listxattr", ino)]
     h["listxattr"] = listxattr
 
     def removexattr(self: Any, ino: int, name: str) -> None:
-        call("removexattr", ino, _enc(name), _ctx())
+        call_ctx("removexattr", ino, _enc(name))
     h["removexattr"] = removexattr
 
     def access(self: Any, ino: int, mask: int) -> None:
-        if not call("access", ino, mask, _ctx()):
+        if not call_ctx("access", ino, mask):
             raise FuseError(errno.EACCES)
     h["access"] = access
 
