@@ -302,7 +302,11 @@ class Bridge:
 
     @staticmethod
     def start(impl: EventLoop, p: Request) -> None:
-        """Start request ``p``'s task (on the event loop)."""
+        """Start request ``p``'s task (on the event loop); one interrupted already is answered
+        EINTR instead, its coroutine closed unrun."""
+        if p.interrupted:
+            p.answer(err=_EINTR)
+            return
         try:
             impl.start(p)
         except Exception:  # e.g. trio's nursery closed to new tasks: the session ends
