@@ -22,6 +22,7 @@ import errno
 import os
 import sys
 from itertools import repeat
+from typing import Optional
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,6 +40,18 @@ def _attr(ino: int, mode: int) -> Attr:
 TEMPLATE = {model.DIR: _attr(0, model.DIR), model.FILE: _attr(0, model.FILE)}
 ROOT_ENTRIES = [(".", _attr(1, model.DIR), 0, 1), ("..", _attr(1, model.DIR), 0, 1),
                 *((name, TEMPLATE[model.DIR], 0, k + 2) for k, name in enumerate(model.TOP))]
+
+
+def children(path: Optional[str]) -> tuple[str, int, int, int, int]:
+    """(name format, count, mode, first inode, inode step) of directory ``path``'s children
+    (ENOTDIR if it is none)."""
+    found = None if path is None else model.listing(path)
+    if path is None or found is None:
+        raise FuseError(errno.ENOTDIR)
+    fmt, n, mode = found
+    first = model.ino_of(path + "/" + fmt % 0)
+    step = model.ino_of(path + "/" + fmt % 1) - first if n > 1 else 1
+    return fmt, n, mode, first, step
 
 
 class Tree(ll.Operations):
@@ -91,12 +104,7 @@ class Tree(ll.Operations):
             for k in range(offset, len(model.TOP)):  # (as the llfuse and pyfuse3 peers list it)
                 yield DirEntry(model.TOP[k], self._node(k + 2, model.DIR), k + 1)
             return
-        found = None if path is None else model.listing(path)
-        if found is None:
-            raise FuseError(errno.ENOTDIR)
-        fmt, n, mode = found
-        first = model.ino_of(path + "/" + fmt % 0)
-        step = model.ino_of(path + "/" + fmt % 1) - first if n > 1 else 1
+        fmt, n, mode, first, step = children(path)
         for i in range(offset, n):
             yield DirEntry(fmt % i, self._node(first + i * step, mode), i + 1)
 
@@ -118,12 +126,7 @@ class TunedTree(Tree):
             return ROOT_ENTRIES
         if self.prepared is not None and path == "/big":
             return self.prepared
-        found = None if path is None else model.listing(path)
-        if found is None:
-            raise FuseError(errno.ENOTDIR)
-        fmt, n, mode = found
-        first = model.ino_of(path + "/" + fmt % 0)
-        step = model.ino_of(path + "/" + fmt % 1) - first if n > 1 else 1
+        fmt, n, mode, first, step = children(path)
         # (name, attr, offset, ino): one shared template, each child its own inode number,
         # built by C iterators (no Python frame an entry)
         return zip(map(fmt.__mod__, range(n)), repeat(TEMPLATE[mode]), repeat(0),

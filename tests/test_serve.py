@@ -105,6 +105,24 @@ def _is_trio() -> bool:
         return False
 
 
+async def wait_until(cond: Any) -> None:
+    for _ in range(1000):
+        if cond():
+            return
+        await (trio.sleep(0.01) if _is_trio() else asyncio.sleep(0.01))
+    raise AssertionError("timed out")
+
+
+#: (library, on_loop): each scenario runs under asyncio and trio, with the requests read by
+#: libfuse's threads and by the loop itself.
+MODES = [pytest.param(lib, on_loop, id=f"{lib}-{'on_loop' if on_loop else 'threads'}")
+         for lib in ("asyncio", "trio") for on_loop in (False, True)]
+
+
+def run_in(lib: str, fn: Any, *args: Any) -> Any:
+    return asyncio.run(fn(*args)) if lib == "asyncio" else trio.run(fn, *args)
+
+
 async def to_thread(fn: Any, *args: Any) -> Any:
     if _is_trio():
         return await trio.to_thread.run_sync(fn, *args)
@@ -120,6 +138,8 @@ async def scenario(mnt: str, on_loop: bool) -> None:
         assert fuse_device(mnt) is not None
         names = await to_thread(os.listdir, mnt)
         assert sorted(names) == ["f0", "f1", "f2"]
+        with pytest.raises(FileNotFoundError):  # a handler's FuseError: the caller's errno
+            await to_thread(os.stat, os.path.join(mnt, "nope"))
 
         def read(name: str) -> bytes:
             with open(os.path.join(mnt, name), "rb") as f:
@@ -138,15 +158,9 @@ async def scenario(mnt: str, on_loop: bool) -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_serving_asyncio(mnt: str, on_loop: bool) -> None:
-    asyncio.run(scenario(mnt, on_loop))
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_serving_trio(mnt: str, on_loop: bool) -> None:
-    trio.run(scenario, mnt, on_loop)
+@pytest.mark.parametrize("lib,on_loop", MODES)
+def test_serving(mnt: str, lib: str, on_loop: bool) -> None:
+    run_in(lib, scenario, mnt, on_loop)
 
 
 async def interrupt_scenario(mnt: str, on_loop: bool) -> None:
@@ -159,25 +173,16 @@ async def interrupt_scenario(mnt: str, on_loop: bool) -> None:
             ["timeout", "-s", "INT", "1", "cat", os.path.join(mnt, "f0")],
             capture_output=True, timeout=20))
         assert r.returncode != 0
-        for _ in range(500):
-            if ops.cancelled:
-                break
-            await (trio.sleep(0.01) if _is_trio() else asyncio.sleep(0.01))
+        await wait_until(lambda: ops.cancelled)
         assert ops.cancelled == 1
         assert sorted(await to_thread(os.listdir, mnt)) == ["f0", "f1", "f2"]
     assert fuse_device(mnt) is None
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_interrupt_asyncio(mnt: str, on_loop: bool) -> None:
-    asyncio.run(interrupt_scenario(mnt, on_loop))
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_interrupt_trio(mnt: str, on_loop: bool) -> None:
-    trio.run(interrupt_scenario, mnt, on_loop)
+@pytest.mark.parametrize("lib,on_loop", MODES)
+def test_interrupt(mnt: str, lib: str, on_loop: bool) -> None:
+    run_in(lib, interrupt_scenario, mnt, on_loop)
 
 
 @pytest.mark.timeout(60)
@@ -197,13 +202,6 @@ async def cancel_scenario(mnt: str, on_loop: bool) -> int:
     ops = Remote(hang=True)
     ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
     reader: Optional[subprocess.Popen[bytes]] = None
-
-    async def wait_until(cond: Any) -> None:
-        for _ in range(1000):
-            if cond():
-                return
-            await (trio.sleep(0.01) if _is_trio() else asyncio.sleep(0.01))
-        raise AssertionError("timed out")
 
     async def start_reader() -> None:
         nonlocal reader
@@ -232,15 +230,9 @@ async def cancel_scenario(mnt: str, on_loop: bool) -> int:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_serve_cancelled_asyncio(mnt: str, on_loop: bool) -> None:
-    assert asyncio.run(cancel_scenario(mnt, on_loop)) != 0
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("on_loop", [False, True], ids=["threads", "on_loop"])
-def test_serve_cancelled_trio(mnt: str, on_loop: bool) -> None:
-    assert trio.run(cancel_scenario, mnt, on_loop) != 0
+@pytest.mark.parametrize("lib,on_loop", MODES)
+def test_serve_cancelled(mnt: str, lib: str, on_loop: bool) -> None:
+    assert run_in(lib, cancel_scenario, mnt, on_loop) != 0
 
 
 def test_serving_outside_a_loop_is_an_error(mnt: str) -> None:

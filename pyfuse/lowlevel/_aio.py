@@ -271,16 +271,14 @@ class Bridge:
         except RuntimeError:
             p.answer(err=_EINTR)
             return 0
-        if self.direct is not None and _get_ident() == impl.thread_id:
-            # (an INTERRUPT can come only while it waits: none is watched before)
-            if self.step_first and p.step():
-                return 0
-            self._pending[p.key] = p
-            lib.pyfuse_ll_watch(req, p.key)
-            self.direct(p)
-            return 0
+        direct = self.direct is not None and _get_ident() == impl.thread_id
+        if direct and self.step_first and p.step():
+            return 0  # ended in its first step (no INTERRUPT can come before it waits)
         self._pending[p.key] = p
         lib.pyfuse_ll_watch(req, p.key)  # an INTERRUPT already received is reported at once
+        if direct:
+            self.direct(p)  # type: ignore[misc]
+            return 0
         self._arrived.append(p)
         if not self._woken:
             self._woken = True
@@ -311,9 +309,6 @@ class Bridge:
             impl.start(p)
         except Exception:  # e.g. trio's nursery closed to new tasks: the session ends
             p.answer(err=_EINTR)
-            return
-        if p.interrupted:
-            impl.cancel(p)
 
     def _drain(self, err: int) -> None:
         while self._arrived:

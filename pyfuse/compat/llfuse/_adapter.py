@@ -13,13 +13,12 @@ import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from ... import lowlevel as ll
-from ..._core.context import context as _context
 from ...errors import FuseError
 from ...types import FileInfo
 from ..pyfuse3._types import (
     ENOATTR,
     FUSEError,
-    RequestContext,
+    LazyRequestContext,
     from_attr,
     request_context,
     setattr_fields,
@@ -36,28 +35,6 @@ _ctx = request_context
 _wref = weakref.ref
 
 
-class _Ctx(RequestContext):
-    """The ``ctx`` of one handler call: the caller's ids, fetched when first read (on the
-    handler's thread, while its request is being served), or as the handler returns if it
-    kept the object unread (most handlers never read theirs)."""
-
-    __slots__ = ("_c", "__weakref__")
-
-    def __init__(self) -> None:  # noqa: D107 (RequestContext's fields: properties)
-        self._c: Any = None
-
-    def _ids(self) -> Any:
-        c = self._c
-        if c is None:
-            c = self._c = _context()
-        return c
-
-    uid = property(lambda self: self._ids().uid)  # type: ignore[assignment]
-    gid = property(lambda self: self._ids().gid)  # type: ignore[assignment]
-    pid = property(lambda self: self._ids().pid)  # type: ignore[assignment]
-    umask = property(lambda self: self._ids().umask)  # type: ignore[assignment]
-
-
 def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
     """The inode API's handler of each llfuse handler name; each holds ``lock`` while the
     filesystem's code runs."""
@@ -72,8 +49,8 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
                 raise FuseError(e.errno) from None
 
     def call_ctx(name: str, *args: Any) -> Any:
-        """``call`` with a :class:`_Ctx` as the last argument."""
-        ctx = _Ctx()
+        """``call`` with the caller's ctx (lazy) as the last argument."""
+        ctx = LazyRequestContext()
         kept = _wref(ctx)
         args += (ctx,)
         del ctx
@@ -82,8 +59,8 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
         finally:
             del args
             c = kept()
-            if c is not None and c._c is None:  # kept unread: fetch it while we may
-                c._ids()
+            if c is not None:  # the handler kept it: fetch it while its request is served
+                c.fetch()
 
     def lookup(self: Any, parent: int, name: str) -> ll.Entry:
         return to_entry(call_ctx("lookup", parent, _enc(name)), "lookup")

@@ -29,7 +29,8 @@ from ...types import FileInfo as _PyfuseFileInfo
 __all__ = ["FileHandleT", "FileNameT", "FlagT", "InodeT", "ModeT", "XAttrNameT",
            "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields", "RequestContext",
            "FUSEError", "ReaddirToken", "to_entry", "to_attr", "packed_attr", "from_attr",
-           "to_fileinfo", "to_statvfs", "setattr_fields", "request_context"]
+           "to_fileinfo", "to_statvfs", "setattr_fields", "request_context",
+           "LazyRequestContext"]
 
 #: pyfuse3 3.5's type aliases (plain aliases there too: ``FileHandleT(x)`` is ``int(x)``).
 FileHandleT = int
@@ -193,27 +194,42 @@ class ReaddirToken:
         self.room = room
 
 
-class _RequestContextOf(RequestContext):
-    """An async request's :class:`RequestContext`, fetched from the request when first read
-    (most handlers never read theirs), or before the reply if the handler kept it unread."""
+class LazyRequestContext(RequestContext):
+    """The ``ctx`` a handler is given: the caller's ids, fetched when first read (most
+    handlers never read theirs). ``request``: an async request (``pyfuse.context()``'s), whose
+    ids stay readable after its reply; None: the request this thread is serving (a
+    synchronous handler's, read while it runs). Whoever hands one out fetches it before the
+    reply if the handler kept it unread (:meth:`fetch`; a weak reference tells)."""
 
-    __slots__ = ("_p", "__weakref__")
+    __slots__ = ("_request", "_ids", "__weakref__")
 
-    def __init__(self, p: Any) -> None:  # noqa: D107 (RequestContext's fields: properties)
-        self._p = p
-        p.ctx_view = _weakref(self)
+    def __init__(self, request: Any = None) -> None:  # noqa: D107 (fields: properties)
+        self._request = request
+        self._ids: Any = None
 
-    uid = property(lambda self: self._p.ctx.uid)  # type: ignore[assignment]
-    gid = property(lambda self: self._p.ctx.gid)  # type: ignore[assignment]
-    pid = property(lambda self: self._p.ctx.pid)  # type: ignore[assignment]
-    umask = property(lambda self: self._p.ctx.umask)  # type: ignore[assignment]
+    def fetch(self) -> Any:
+        """The caller's ids (a :class:`pyfuse.Context`), fetched once."""
+        c = self._ids
+        if c is None:
+            r = self._request
+            c = self._ids = r.ctx if r is not None else _context()
+        return c
+
+    uid = property(lambda self: self.fetch().uid)  # type: ignore[assignment]
+    gid = property(lambda self: self.fetch().gid)  # type: ignore[assignment]
+    pid = property(lambda self: self.fetch().pid)  # type: ignore[assignment]
+    umask = property(lambda self: self.fetch().umask)  # type: ignore[assignment]
 
 
 def request_context() -> RequestContext:
-    """The caller of the request being served, as pyfuse3's and llfuse's ``ctx``."""
+    """The caller of the request being served, as pyfuse3's and llfuse's ``ctx``: an async
+    handler's is lazy (its Request fetches it before the reply if it is still held), a
+    synchronous one's fetched now."""
     p = _CURRENT.get()
-    if p is not None:  # an async handler's
-        return _RequestContextOf(p)
+    if p is not None:
+        ctx = LazyRequestContext(p)
+        p.ctx_view = _weakref(ctx)
+        return ctx
     c = _context()
     return RequestContext(c.uid, c.gid, c.pid, c.umask)
 
