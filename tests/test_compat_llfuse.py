@@ -42,6 +42,15 @@ def test_llfuse_filesystem_through_the_runner(tmp_path: Any) -> None:
         assert int(most) >= 2  # and reads overlapped once they released it
         # the ctx the last open kept, read after its reply: the caller's (this process)
         assert (int(pid), int(uid)) == (os.getpid(), os.getuid())
+        # float times are truncated to ints, as llfuse's C struct does
+        assert os.stat(os.path.join(mnt, "float-times")).st_mtime_ns == 1_500_000_000 * 10**9
+        for name in ("bad-timeout", "none"):  # refused: EIO, and the log says why
+            with pytest.raises(OSError) as ei:
+                os.stat(os.path.join(mnt, name))
+            assert ei.value.errno == errno.EIO
+        log = open(tmp_path / "llfs.log").read()
+        assert "entry_timeout=-1" in log
+        assert "lookup must return an EntryAttributes, not NoneType" in log
 
 
 def test_runner_maps_llfuse(tmp_path: Any) -> None:

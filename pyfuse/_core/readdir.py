@@ -185,10 +185,15 @@ def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
 
 
 def _join(names: Any) -> bytes:
+    """The names NUL-separated and encoded: str names, or bytes names (pyfuse.compat's pyfuse3
+    listings give the filesystem's own) joined as they are."""
+    kind = bytes if names and type(names[0]) is bytes else str
     try:
+        if kind is bytes:
+            return b"\0".join(names)
         return "\0".join(names).encode(ENC, "surrogateescape")
     except TypeError:
-        bad = next((n for n in names if not isinstance(n, str)), None)
+        bad = next((n for n in names if not isinstance(n, kind)), None)
         raise BadReturn(f"readdir entry names must be str, not {type(bad).__name__} "
                         f"({bad!r:.80})") from None
 

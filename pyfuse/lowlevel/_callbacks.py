@@ -60,17 +60,30 @@ _PACK_INLINE = """\
                 _p = None
             if _p is not None:
 """
+# What pyfuse.compat's adapters return, a PackedEntry (packed and checked): replied as it is.
+_READY = """\
+        if _r.__class__ is _PackedEntry:
+"""
 _FAST = {
     R.reply_attr: _PACK_INLINE + """\
                 if _c_attr(req, _p, _s._attr_timeout) == _EBADMSG:
                     _refused(_EBADMSG, _p, "the attributes returned")
                 return 0
+""" + _READY + """\
+            if _c_attr(req, _r[0], _r[3]) == _EBADMSG:
+                _refused(_EBADMSG, _r[0], "the attributes returned")
+            return 0
 """,
     R.reply_entry: _PACK_INLINE + """\
                 _rc = _c_entry(req, _p, 0, _s._entry_timeout, _s._attr_timeout)
                 if _rc == _EINVAL or _rc == _EBADMSG:
                     _refused(_rc, _p, "the entry returned")
                 return 0
+""" + _READY + """\
+            _rc = _c_entry(req, *_r)
+            if _rc == _EINVAL or _rc == _EBADMSG:
+                _refused(_rc, _r[0], "the entry returned")
+            return 0
 """,
 }
 
@@ -163,7 +176,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
                  "_setattr_args": _setattr_args, "_lock": _lock, "_poll_handle": poll_handle,
                  "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_pack_c": ATTR_STRUCT.pack,
-                 "_c_attr": lib.pyfuse_ll_reply_attr,
+                 "_PackedEntry": R.PackedEntry, "_c_attr": lib.pyfuse_ll_reply_attr,
                  "_c_entry": lib.pyfuse_ll_reply_entry, "_refused": R.refused,
                  "_EINVAL": -errno.EINVAL, "_EBADMSG": -errno.EBADMSG})
     extern(fn, name)

@@ -3,7 +3,8 @@ global lock): files under the root whose reads release the lock while they wait.
 llfs.py MOUNTPOINT. LLFUSE_MODULE names the module (default llfuse). Each read records, in
 the file "report", whether the lock was held when the handler ran and how many reads ran at
 once with the lock released, and the pid and uid of the ctx the last open kept (read after
-that open's reply)."""
+that open's reply). Looking up "float-times", "bad-timeout" and "none" returns what their
+names say (the tests check how each is replied)."""
 from __future__ import annotations
 
 import errno
@@ -48,7 +49,21 @@ class LLFs(llfuse.Operations):
         ids = f"{c.pid} {c.uid}" if c is not None else "- -"
         return f"{all(self.held)} {len(self.held)} {self.most} {ids}\n".encode()
 
+    def _odd(self, name):
+        if name == b"none":
+            return None
+        a = self._attr(llfuse.ROOT_INODE + 1)
+        a.st_ino = 98
+        if name == b"float-times":
+            a.st_mtime_ns = 1.5e18
+            a.attr_timeout = 60  # stat uses these (no getattr of inode 98)
+        else:
+            a.entry_timeout = -1
+        return a
+
     def lookup(self, parent_inode, name, ctx):
+        if name in (b"float-times", b"bad-timeout", b"none"):
+            return self._odd(name)
         if name == b"report":
             return self._attr(99)
         if name not in self.inos:

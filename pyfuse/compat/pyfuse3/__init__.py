@@ -17,7 +17,8 @@ import threading
 from typing import Any, Iterable, Optional
 
 from ... import lowlevel as ll
-from ..._core.convert import ENC as _ENC
+from ..._core.convert import ATTR_STRUCT as _ATTR_STRUCT
+from ..._core.convert import PackedAttr as _PackedAttr
 from ..._core.poll import PollHandle  # what poll() is given: notify() wakes the pollers
 from ...types import Config
 from ._ops import Operations
@@ -48,6 +49,7 @@ __all__ = ["Operations", "EntryAttributes", "FileInfo", "StatvfsData", "SetattrF
            "get_sup_groups", "PollHandle", "__version__"]
 
 log = logging.getLogger("pyfuse3")
+_pack_attr = _ATTR_STRUCT.pack
 
 __version__ = "3.5.0"
 _NANOS_PER_SEC = 1_000_000_000
@@ -197,8 +199,15 @@ def readdir_reply(token: ReaddirToken, name: FileNameT, attr: EntryAttributes,
     n = len(entries)
     if n >= token.room:
         return False
-    entries.append((name.decode(_ENC, "surrogateescape") if type(name) is bytes
-                    else os.fsdecode(name), packed_attr(attr), next_id))
+    try:  # packed_attr's common case, inline (one Python frame fewer an entry)
+        packed = _PackedAttr(_pack_attr(
+            attr.st_mode, attr.st_ino, attr.st_nlink, attr.st_uid, attr.st_gid, attr.st_size,
+            attr.st_blocks, attr.st_rdev, attr.st_blksize, attr.st_atime_ns, attr.st_mtime_ns,
+            attr.st_ctime_ns))
+    except Exception:
+        packed = packed_attr(attr)  # float times; or a bad value, which the listing reports
+    # the name as given (bytes: the listing joins them as they are)
+    entries.append((name if type(name) is bytes else os.fsencode(name), packed, next_id))
     return n + 1 < token.room
 
 

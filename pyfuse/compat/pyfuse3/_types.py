@@ -8,7 +8,7 @@ import os
 import stat
 import struct
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 from ..._core.context import CURRENT as _CURRENT
 from ..._core.context import context as _context
@@ -23,6 +23,7 @@ from ...lowlevel import (
     SET_UID,
     Entry,
 )
+from ...lowlevel._replies import packed_entry as _packed_entry
 from ...types import Attr, StatVFS
 from ...types import FileInfo as _PyfuseFileInfo
 
@@ -190,29 +191,33 @@ class ReaddirToken:
     __slots__ = ("entries", "room")
 
     def __init__(self, room: int) -> None:
-        self.entries: list[tuple[str, Optional[Attr], int]] = []
+        self.entries: list[tuple[bytes, Any, int]] = []
         self.room = room
 
 
 class LazyRequestContext(RequestContext):
     """The ``ctx`` a handler is given: the caller's ids, fetched when first read (most
     handlers never read theirs). ``request``: an async request (``pyfuse.context()``'s), whose
-    ids stay readable after its reply; None: the request this thread is serving (a
-    synchronous handler's, read while it runs). Whoever hands one out fetches it before the
-    reply if the handler kept it unread (:meth:`fetch`; a weak reference tells)."""
+    ids stay readable after its reply; None, or made with ``object.__new__`` (no ``__init__``
+    call, as the llfuse adapter does): the request this thread is serving (a synchronous
+    handler's, read while it runs). Whoever hands one out fetches it before the reply if the
+    handler kept it unread (:meth:`fetch`)."""
 
     __slots__ = ("_request", "_ids", "__weakref__")
+    _request: Any
+    _ids: Any
 
     def __init__(self, request: Any = None) -> None:  # noqa: D107 (fields: properties)
         self._request = request
-        self._ids: Any = None
 
     def fetch(self) -> Any:
         """The caller's ids (a :class:`pyfuse.Context`), fetched once."""
-        c = self._ids
-        if c is None:
-            r = self._request
-            c = self._ids = r.ctx if r is not None else _context()
+        try:
+            return self._ids
+        except AttributeError:
+            pass
+        r = getattr(self, "_request", None)
+        c = self._ids = r.ctx if r is not None else _context()
         return c
 
     uid = property(lambda self: self.fetch().uid)  # type: ignore[assignment]
@@ -254,9 +259,17 @@ def packed_attr(a: EntryAttributes) -> Any:
 
 
 def to_entry(a: Any, what: str) -> Entry:
+    """The reply of the EntryAttributes ``a`` that ``what`` returned: a PackedEntry, replied
+    as it is (else an Entry the general reply converts, or refuses naming the bad value)."""
     if type(a) is not EntryAttributes and not isinstance(a, EntryAttributes):
         raise TypeError(f"{what} must return an EntryAttributes, not {type(a).__name__}")
-    return Entry(packed_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
+    try:
+        packed = _pack_attr(
+            a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+            a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns)
+    except struct.error:
+        return Entry(to_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
+    return _packed_entry(packed, a.generation, a.entry_timeout, a.attr_timeout)
 
 
 def from_attr(a: Attr) -> EntryAttributes:
