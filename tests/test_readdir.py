@@ -142,6 +142,20 @@ def test_mixed_entry_kinds(mount_ops, mnt):
     assert sorted(os.listdir(os.path.join(mnt, "d"))) == ["a", "b", "c", "d"]
 
 
+def test_bytes_names(mount_ops, mnt):
+    """Names may be bytes (the raw name, not decoded), alone or mixed with str names."""
+    class Raw(Listing):
+        def readdir(self, path, offset, fh, plus):
+            return [(b"a", Attr(mode=FILE, size=1)), (b"b\xff", Attr(mode=FILE, size=2)),
+                    ("c", Attr(mode=FILE, size=3))]
+
+    mount_ops(Raw(0))
+    d = os.path.join(mnt, "d")
+    with os.scandir(os.fsencode(d)) as it:
+        assert sorted(e.name for e in it) == [b"a", b"b\xff", b"c"]
+    assert sorted(os.listdir(d)) == ["a", "b\udcff", "c"]
+
+
 @pytest.mark.parametrize("entries", [
     [("a", None), "bc"],                       # a 2-character name is not a (name, attr) pair
     ["bc", ("a", None)],

@@ -185,16 +185,20 @@ def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
 
 
 def _join(names: Any) -> bytes:
-    """The names NUL-separated and encoded: str names, or bytes names (pyfuse.compat's pyfuse3
-    listings give the filesystem's own) joined as they are."""
-    kind = bytes if names and type(names[0]) is bytes else str
+    """The names NUL-separated and encoded: str names, bytes names (taken as they are, as
+    pyfuse.compat's pyfuse3 listings give them), or both mixed."""
     try:
-        if kind is bytes:
+        if names and type(names[0]) is bytes:
             return b"\0".join(names)
         return "\0".join(names).encode(ENC, "surrogateescape")
     except TypeError:
-        bad = next((n for n in names if not isinstance(n, kind)), None)
-        raise BadReturn(f"readdir entry names must be str, not {type(bad).__name__} "
+        pass
+    try:
+        return b"\0".join(n if type(n) is bytes else n.encode(ENC, "surrogateescape")
+                          for n in names)
+    except (TypeError, AttributeError):
+        bad = next((n for n in names if not isinstance(n, (str, bytes))), None)
+        raise BadReturn(f"readdir entry names must be str or bytes, not {type(bad).__name__} "
                         f"({bad!r:.80})") from None
 
 
