@@ -104,6 +104,37 @@ def test_ctx_is_the_callers_after_the_reply(serve: Any, variant: str) -> None:
         [r.stdout.strip(), str(os.getuid()), str(os.getgid())]
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+@pytest.mark.parametrize("max_tasks", [1, 99])
+def test_max_tasks_as_on_pyfuse3(serve: Any, monkeypatch: Any, max_tasks: int) -> None:
+    """main(max_tasks=1) serves one request at a time: three reads from three threads never
+    overlap in the filesystem, on pyfuse3 and through the runner (trio and asyncio); with
+    pyfuse3's default (99) they do."""
+    import concurrent.futures
+
+    monkeypatch.setenv("P3FS_SLOW", "1")
+    monkeypatch.setenv("P3FS_MAX_TASKS", str(max_tasks))
+    most = {}
+    for variant in ("pyfuse3", "runner", "runner-asyncio"):
+        mnt = serve(variant)
+        paths = [os.path.join(mnt, f"f{i}") for i in range(3)]
+        for p in paths:
+            with open(p, "wb") as f:
+                f.write(p.encode())
+
+        def read(p: str) -> bytes:
+            with open(p, "rb") as f:
+                return f.read()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            assert list(pool.map(read, paths)) == [p.encode() for p in paths]
+        most[variant] = int(os.getxattr(mnt, "user.p3fs.most"))
+    if max_tasks == 1:
+        assert most == {"pyfuse3": 1, "runner": 1, "runner-asyncio": 1}, most
+    else:
+        assert min(most.values()) >= 2, most
+
+
 def test_runner_maps_pyfuse3(tmp_path: Any) -> None:
     import subprocess
 

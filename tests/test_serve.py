@@ -7,6 +7,7 @@ async generator streamed across requests."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
 import functools
 import os
@@ -243,3 +244,83 @@ def test_serving_outside_a_loop_is_an_error(mnt: str) -> None:
     with pytest.raises(RuntimeError, match="asyncio event loop or trio run"):
         coro.send(None)
     coro.close()
+
+
+class Slow(Remote):
+    """Remote whose reads take 0.3 s (or, ``forever``, until cancelled), counting how many
+    are in progress at once (``most``)."""
+
+    def __init__(self, forever: bool = False) -> None:
+        super().__init__()
+        self.forever = forever
+        self.running = self.most = 0
+
+    async def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            if self.forever:
+                await _forever()
+            await (trio.sleep(0.3) if _is_trio() else asyncio.sleep(0.3))
+        finally:
+            self.running -= 1
+            self.cancelled += self.forever
+        return self.contents[ino][offset:offset + size]
+
+
+async def max_tasks_scenario(mnt: str, max_tasks: Optional[int]) -> int:
+    """Three reads at once from three client threads; returns how many the filesystem had in
+    progress at most."""
+    ops = Slow()
+    ops.limiter = trio.Semaphore(3) if _is_trio() else asyncio.Semaphore(3)
+    names = ["f0", "f1", "f2"]
+
+    def read_all() -> list[bytes]:
+        def read(name: str) -> bytes:
+            with open(os.path.join(mnt, name), "rb") as f:
+                return f.read()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            return list(pool.map(read, names))
+
+    async with ll.serving(ops, mnt, config=NO_CACHE, on_loop=True, max_tasks=max_tasks):
+        assert await to_thread(read_all) == [ops.contents[2 + i] for i in range(3)]
+    return ops.most
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lib", ["asyncio", "trio"])
+@pytest.mark.parametrize("max_tasks", [1, None])
+def test_max_tasks(mnt: str, lib: str, max_tasks: Optional[int]) -> None:
+    most = run_in(lib, max_tasks_scenario, mnt, max_tasks)
+    if max_tasks == 1:
+        assert most == 1  # one request at a time: the others waited unread
+    else:
+        assert most >= 2
+
+
+async def stuck_scenario(mnt: str) -> int:
+    """max_tasks=1 and a read that never ends: leaving the block still unmounts (the loop
+    reads again to see the end) and cancels it."""
+    ops = Slow(forever=True)
+    ops.limiter = trio.Semaphore(2) if _is_trio() else asyncio.Semaphore(2)
+    async with ll.serving(ops, mnt, config=NO_CACHE, on_loop=True, max_tasks=1):
+        reader = subprocess.Popen(["cat", os.path.join(mnt, "f0")], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        await wait_until(lambda: ops.running)
+    assert fuse_device(mnt) is None
+    rc = await to_thread(reader.wait, 10)
+    assert ops.cancelled == 1
+    return int(rc)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lib", ["asyncio", "trio"])
+def test_max_tasks_reached_still_ends(mnt: str, lib: str) -> None:
+    assert run_in(lib, stuck_scenario, mnt) != 0
+
+
+def test_max_tasks_is_checked(mnt: str) -> None:
+    with pytest.raises(ValueError, match="needs on_loop=True"):
+        ll.serving(Remote(), mnt, max_tasks=1)
+    with pytest.raises(ValueError, match="an int >= 1"):
+        ll.serving(Remote(), mnt, on_loop=True, max_tasks=0)

@@ -106,7 +106,10 @@ class serving:  # noqa: N801  (used as a function)
     no thread: the fastest way when every handler that waits is ``async def``, since a
     synchronous handler then blocks the loop while it runs (as in pyfuse3, which serves this
     way). ``init`` is served on a thread while the loop waits (an async ``init`` runs on the
-    loop meanwhile), ``destroy`` likewise at the end.
+    loop meanwhile), ``destroy`` likewise at the end. ``max_tasks`` (with ``on_loop`` only):
+    the most ``async def`` requests in progress at once; while that many wait, /dev/fuse is
+    not read, so the next request waits for one to end (pyfuse3's ``main(max_tasks=...)``;
+    1 serves one request at a time). None: no limit.
 
     The other keyword arguments are :func:`pyfuse.lowlevel.run`'s; ``signals`` defaults to
     False (the event loop owns them: asyncio.run turns Ctrl-C into a cancellation, which
@@ -115,24 +118,33 @@ class serving:  # noqa: N801  (used as a function)
     ``asyncio.to_thread`` or ``trio.to_thread.run_sync``, or another process."""
 
     def __init__(self, ops: Operations, mountpoint: str, *, on_loop: bool = False,
-                 **kwargs: Any) -> None:
+                 max_tasks: Optional[int] = None, **kwargs: Any) -> None:
         kwargs.setdefault("signals", False)
         if kwargs.pop("foreground", True) is not True:
             raise ValueError("serving() runs in the caller's process: foreground=False "
                              "(daemonizing) is for run()")
+        self._init(on_loop, max_tasks)
         self.session = Session(ops, mountpoint, **kwargs)
-        self._init(on_loop)
 
     @classmethod
-    def of(cls, session: Session, *, on_loop: bool = False) -> serving:
+    def of(cls, session: Session, *, on_loop: bool = False,
+           max_tasks: Optional[int] = None) -> serving:
         """Serve ``session``, already made (and maybe mounted already: then it is not
         mounted again), as :class:`serving` serves its own."""
         self = cls.__new__(cls)
+        self._init(on_loop, max_tasks)
         self.session = session
-        self._init(on_loop)
         return self
 
-    def _init(self, on_loop: bool) -> None:
+    def _init(self, on_loop: bool, max_tasks: Optional[int]) -> None:
+        if max_tasks is not None:
+            if not on_loop:
+                raise ValueError("serving(max_tasks=...) limits the requests the event loop "
+                                 "reads itself: it needs on_loop=True")
+            if type(max_tasks) is not int or max_tasks < 1:
+                raise ValueError(f"serving(max_tasks={max_tasks!r}): the most requests in "
+                                 "progress at once, an int >= 1 (None: no limit)")
+        self._max_tasks = max_tasks
         self._on_loop = bool(on_loop)
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
@@ -220,6 +232,8 @@ class serving:  # noqa: N801  (used as a function)
                 await _in_thread(self._trio_mod, self.session.stop)
             except BaseException as e:
                 cancelled = e
+            if self._reader is not None:
+                self._reader.unpause()
         try:
             await self._done.wait_shielded()
         except BaseException as e:
@@ -250,7 +264,12 @@ class _LoopReader:
     coroutine takes its first step where the shim hands it over, inside the reading worker
     (most end there, answered); one that suspends is carried on by that worker while another
     reads (a worker that finds another reading waits, idle, until a suspended request needs
-    a new reader; beyond :attr:`IDLE` idle ones it ends)."""
+    a new reader; beyond :attr:`IDLE` idle ones it ends).
+
+    With ``max_tasks``, while that many coroutines are in progress nobody reads: asyncio
+    stops watching the descriptor until a task ends; under trio no idle worker takes over
+    reading, and the worker whose request ends reads next (pyfuse3's worker tasks, at most
+    max_tasks of them)."""
 
     #: asyncio: requests served per wake-up at most, before the loop runs what they started.
     BURST = 32
@@ -269,6 +288,9 @@ class _LoopReader:
         # trio: the idle workers
         self._idle: Any = None if trio is None else trio.lowlevel.ParkingLot()
         self._ended = False
+        self._max: Optional[int] = owner._max_tasks
+        self._busy = 0  # coroutines in progress (counted with max_tasks only)
+        self._paused = False  # asyncio: not watching the descriptor (max_tasks reached)
 
     def start(self, first: int) -> None:
         """Serve on the loop (``first``: what serving INIT returned)."""
@@ -279,7 +301,10 @@ class _LoopReader:
         os.set_blocking(self._fd, False)
         if self._trio is None:
             impl = self._impl
-            bridge.direct = lambda p: bridge.start(impl, p)
+            if self._max is None:
+                bridge.direct = lambda p: bridge.start(impl, p)
+            else:
+                bridge.direct = self._start_counted
             self._loop = asyncio.get_running_loop()
             self._loop.add_reader(self._fd, self._readable)
         else:
@@ -287,11 +312,51 @@ class _LoopReader:
             self._nursery.start_soon(self._worker)
 
     def _readable(self) -> None:
-        rc = lib.pyfuse_pump(self._c, self.BURST)
+        n = self.BURST if self._max is None else min(self.BURST, self._max - self._busy)
+        rc = lib.pyfuse_pump(self._c, n)
         if rc < 0:
             assert self._loop is not None
             self._loop.remove_reader(self._fd)
             self._end_soon(rc)
+
+    def _start_counted(self, p: Any) -> None:
+        """asyncio with ``max_tasks``: start ``p``'s task, counted until it ends; at the
+        limit, stop reading."""
+        bridge = self._owner.session._bridge
+        bridge.start(self._impl, p)
+        task = p.task
+        if task is None or task.done():
+            return  # answered already (interrupted, or ended in its eager first step)
+        self._busy += 1
+        task.add_done_callback(self._task_ended)
+        if self._max is not None and self._busy >= self._max and not self._paused:
+            assert self._loop is not None
+            self._loop.remove_reader(self._fd)
+            self._paused = True
+
+    def unpause(self) -> None:
+        """The session is being stopped: read again whatever ``max_tasks`` says, to see its
+        end (else a limit reached by requests that never end would keep it unseen)."""
+        self._max = None
+        if self._ended:
+            return
+        if self._trio is None:
+            if self._paused:
+                assert self._loop is not None
+                self._paused = False
+                self._loop.add_reader(self._fd, self._readable)
+        elif not self._reading:
+            if self._idle:
+                self._idle.unpark()
+            else:
+                self._nursery.start_soon(self._worker)
+
+    def _task_ended(self, _task: Any) -> None:
+        self._busy -= 1
+        if self._paused and not self._ended:
+            assert self._loop is not None
+            self._paused = False
+            self._loop.add_reader(self._fd, self._readable)
 
     def _end_soon(self, rc: int) -> None:
         self._ended = True
@@ -306,7 +371,9 @@ class _LoopReader:
         suspended: that worker goes on with it, another (an idle one, else a new one) reads
         meanwhile."""
         self._claimed.append(p)
-        if not self._reading and not self._ended:
+        self._busy += 1
+        if not self._reading and not self._ended and (self._max is None
+                                                      or self._busy < self._max):
             if self._idle:
                 self._idle.unpark()
             else:
@@ -350,6 +417,7 @@ class _LoopReader:
                             finally:
                                 p.scope = None
                                 p.done()
+                                self._busy -= 1
 
     async def _finish(self, rc: int) -> None:
         """The session has ended (``rc``, pyfuse_pump's -errno): tear it down on a thread

@@ -3,7 +3,9 @@ readdir_reply, EntryAttributes, lookup counts kept by the filesystem as pyfuse3 
 Usage: p3fs.py [--asyncio] MOUNTPOINT. PYFUSE3_MODULE names the module (default pyfuse3);
 P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's xattrs
 user.p3fs.lookups and user.p3fs.creator (not listed) are the number of lookup calls so far
-and the pid, uid and gid of the last create's ctx, as read after that request's reply."""
+and the pid, uid and gid of the last create's ctx, as read after that request's reply.
+P3FS_MAX_TASKS: main(max_tasks=N); P3FS_SLOW=1: each read waits 0.3 s, and user.p3fs.most is
+the most reads that were in progress at once."""
 from __future__ import annotations
 
 import errno
@@ -36,6 +38,8 @@ class P3Memory(pyfuse3.Operations):
         self.last_ctx = None
         self.open_fhs = {}
         self.timeout = float(os.environ.get("P3FS_TIMEOUT", "0"))
+        self.slow = os.environ.get("P3FS_SLOW") == "1"
+        self.reading = self.most = 0
 
     def _attr(self, n):
         a = pyfuse3.EntryAttributes()
@@ -120,6 +124,13 @@ class P3Memory(pyfuse3.Operations):
         return pyfuse3.FileInfo(fh=inode)
 
     async def read(self, fh, off, size):
+        if self.slow:
+            self.reading += 1
+            self.most = max(self.most, self.reading)
+            try:
+                await SLEEP(0.3)
+            finally:
+                self.reading -= 1
         return self.nodes[fh].data[off:off + size]
 
     async def write(self, fh, off, buf):
@@ -168,6 +179,8 @@ class P3Memory(pyfuse3.Operations):
         self._node(inode).xattrs[name] = value
 
     async def getxattr(self, inode, name, ctx):
+        if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.most":
+            return str(self.most).encode()
         if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.lookups":
             return str(self.lookup_calls).encode()
         if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.creator":
@@ -201,16 +214,19 @@ if __name__ == "__main__":
     options.discard("default_permissions")
     options.add("fsname=p3fs")
     pyfuse3.init(fs, sys.argv[-1], options)
+    max_tasks = int(os.environ.get("P3FS_MAX_TASKS", "99"))
     try:
         if use_asyncio:
             import asyncio
 
+            SLEEP = asyncio.sleep
             importlib.import_module(pyfuse3.__name__ + ".asyncio").enable()
-            asyncio.run(pyfuse3.main())
+            asyncio.run(pyfuse3.main(max_tasks=max_tasks))
         else:
             import trio
 
-            trio.run(pyfuse3.main)
+            SLEEP = trio.sleep
+            trio.run(lambda: pyfuse3.main(max_tasks=max_tasks))
     except BaseException:
         pyfuse3.close(unmount=False)
         raise

@@ -105,7 +105,10 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
 
 async def main(min_tasks: int = 1, max_tasks: int = 99) -> None:
     """Serve the filesystem :func:`init` mounted, inside the running trio run (or asyncio
-    event loop), until it is unmounted or :func:`terminate` is called."""
+    event loop), until it is unmounted or :func:`terminate` is called. At most ``max_tasks``
+    requests are in progress at once, as pyfuse3's worker tasks (1: one at a time);
+    ``min_tasks`` (pyfuse3's idle readers kept) is accepted and not needed: pyfuse keeps up
+    to 32 idle workers."""
     global trio_token
     from ...lowlevel._serve import _trio, serving
 
@@ -114,7 +117,8 @@ async def main(min_tasks: int = 1, max_tasks: int = 99) -> None:
     trio = _trio()
     trio_token = trio.lowlevel.current_trio_token() if trio is not None else "asyncio"
     try:
-        async with serving.of(_session, on_loop=True) as session:
+        async with serving.of(_session, on_loop=True,
+                              max_tasks=max(int(max_tasks), 1)) as session:
             await session.unmounted()
     finally:
         trio_token = None
