@@ -281,3 +281,7 @@ int pyfuse_notify_poll(pyfuse_session *s, void *ph);
 void pyfuse_pollhandle_destroy(void *ph);
 /* The request of a low-level listing's fill (an async readdir's answer comes later). */
 void *pyfuse_ll_fill_req(struct pyfuse_fill *fill);
+/* The timeouts of the readdirplus entries a low-level fill takes from now on (negative: the
+ * session's Config; pyfuse.compat.pyfuse3 gives its EntryAttributes' own). */
+void pyfuse_ll_fill_timeouts(struct pyfuse_fill *fill, double entry_timeout,
+                             double attr_timeout);

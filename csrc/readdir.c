@@ -19,6 +19,7 @@ struct pyfuse_fill {
     /* the inode API's listings: req != NULL, the entries go into out[0..size) */
     fuse_req_t req;
     size_t size, used;
+    double entry_timeout, attr_timeout; /* of the plus entries; negative: the session's */
     char out[];
 };
 
@@ -32,7 +33,14 @@ struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus)
     f->req = req;
     f->size = size;
     f->plus = plus;
+    f->entry_timeout = f->attr_timeout = -1;
     return f;
+}
+
+void pyfuse_ll_fill_timeouts(struct pyfuse_fill *f, double entry_timeout, double attr_timeout)
+{
+    f->entry_timeout = entry_timeout;
+    f->attr_timeout = attr_timeout;
 }
 
 /* A readdirplus reply that never reaches the kernel: take back the lookups its entries
@@ -112,8 +120,8 @@ static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_a
         if (a != NULL && !dot_or_dotdot(name)) {
             e.ino = a->ino;
             e.attr = *st;
-            e.entry_timeout = s->cfg.entry_timeout;
-            e.attr_timeout = s->cfg.attr_timeout;
+            e.entry_timeout = f->entry_timeout >= 0 ? f->entry_timeout : s->cfg.entry_timeout;
+            e.attr_timeout = f->attr_timeout >= 0 ? f->attr_timeout : s->cfg.attr_timeout;
         } else if (a != NULL) {
             e.attr.st_ino = a->ino;
             e.attr.st_mode = (mode_t)a->mode;

@@ -90,6 +90,27 @@ def test_listings_carry_attributes_as_on_pyfuse3(serve: Any, monkeypatch: Any) -
 
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+def test_listed_entries_keep_their_timeouts_as_on_pyfuse3(serve: Any) -> None:
+    """A listing's entries are cached for their EntryAttributes' timeouts, as on pyfuse3
+    (P3FS_TIMEOUT unset: 0 s): so ``scandir`` + ``stat`` looks every entry up again on both,
+    instead of trusting what the listing said for the session's 300 s."""
+    calls = {}
+    for variant in ("pyfuse3", "runner", "runner-asyncio"):
+        mnt = serve(variant)
+        d = os.path.join(mnt, "d")
+        os.mkdir(d)
+        for i in range(10):
+            open(os.path.join(d, f"f{i}"), "wb").close()
+        before = int(os.getxattr(mnt, "user.p3fs.lookups"))
+        with os.scandir(d) as it:
+            assert len([e.stat(follow_symlinks=False) for e in it]) == 10
+        calls[variant] = int(os.getxattr(mnt, "user.p3fs.lookups")) - before
+    assert calls["runner"] == calls["pyfuse3"] == calls["runner-asyncio"], calls
+    assert calls["pyfuse3"] >= 10, calls
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
 @pytest.mark.parametrize("variant", ["pyfuse3", "runner", "runner-asyncio"])
 def test_ctx_is_the_callers_after_the_reply(serve: Any, variant: str) -> None:
     """The ``ctx`` a handler keeps names the calling process when read after the reply (the

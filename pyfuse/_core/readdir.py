@@ -25,7 +25,7 @@ from ..types import Attr, DirEntry
 from .convert import ATTR_STRUCT, ENC, NO_ATTR, PackedAttr, pack_attr
 from .dispatch import log
 
-__all__ = ["Listings", "DirStream", "Converted", "READDIR_BATCH", "PENDING"]
+__all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", "PENDING"]
 
 #: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
 #: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
@@ -40,6 +40,7 @@ _ATTR_SIZE = ATTR_STRUCT.size
 _OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
 _NULL = ffi.NULL
 _fill_c = lib.pyfuse_fill
+_fill_timeouts = lib.pyfuse_ll_fill_timeouts
 _Coro = types.CoroutineType
 #: What serve() returns when the answer comes later (an async readdir: see Listings.defer).
 PENDING = 1
@@ -57,6 +58,18 @@ class Converted(NamedTuple):
     convert: Callable[[list[Any], bool], list[Any]]
 
 
+class TimedBatch(list):  # type: ignore[type-arg]
+    """A batch an async readdir yields with the timeouts its readdirplus entries get (seconds,
+    finite, >= 0), instead of the session's: pyfuse.compat.pyfuse3's, whose entries carry
+    their own. A listing's entries get the lowest timeouts of the batches fetched so far."""
+
+    __slots__ = ("entry_timeout", "attr_timeout")
+
+    def __init__(self, entries: Any, entry_timeout: float, attr_timeout: float) -> None:
+        super().__init__(entries)
+        self.entry_timeout, self.attr_timeout = entry_timeout, attr_timeout
+
+
 class DirStream:
     """A listing in progress, kept between READDIR requests of one open directory.
 
@@ -66,7 +79,7 @@ class DirStream:
     """
 
     __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert", "ait",
-                 "skip", "spawn")
+                 "skip", "spawn", "timeouts")
 
     def __init__(self, it: Any, buf: Any = ()) -> None:
         self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
@@ -83,6 +96,8 @@ class DirStream:
         self.next_off = 0      # the request offset that continues this stream
         self.pos = 0           # positional mode: entries handed to the kernel so far
         self.error = 0         # errno raised after some entries, reported on the next request
+        #: (entry, attr) timeouts of the readdirplus entries (a TimedBatch's); None: the Config's
+        self.timeouts: Optional[tuple[float, float]] = None
 
     def close(self) -> None:
         ait, self.ait = self.ait, None
@@ -302,6 +317,8 @@ def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
     """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
     any, is kept packed in ``st.left`` for the next request."""
     n = len(b.names)
+    if st.timeouts is not None:
+        _fill_timeouts(fill, *st.timeouts)
     k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
     if k < 0:
         raise BadReturn(f"{_FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
@@ -498,12 +515,17 @@ class Listings:
             try:
                 while st.skip > 0:  # a positional listing restarted at an offset
                     item = await ait.__anext__()
-                    st.skip -= len(item) if type(item) is list else 1
-                    st.pos += len(item) if type(item) is list else 1
+                    st.skip -= len(item) if isinstance(item, list) else 1
+                    st.pos += len(item) if isinstance(item, list) else 1
                 while len(batch) < size:
                     item = await ait.__anext__()
                     if type(item) is list:
                         batch.extend(item)
+                    elif type(item) is TimedBatch:
+                        batch.extend(item)
+                        t = st.timeouts
+                        st.timeouts = (item.entry_timeout, item.attr_timeout) if t is None \
+                            else (min(t[0], item.entry_timeout), min(t[1], item.attr_timeout))
                     else:
                         batch.append(item)
             except StopAsyncIteration:

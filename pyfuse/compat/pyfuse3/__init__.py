@@ -212,6 +212,9 @@ def readdir_reply(token: ReaddirToken, name: FileNameT, attr: EntryAttributes,
         packed = packed_attr(attr)  # float times; or a bad value, which the listing reports
     # the name as given (bytes: the listing joins them as they are)
     entries.append((name if type(name) is bytes else os.fsencode(name), packed, next_id))
+    et, at = attr.entry_timeout, attr.attr_timeout
+    if et != token.entry_timeout or at != token.attr_timeout:
+        token.timeouts(et, at)  # the listing's entries get the lowest
     return n + 1 < token.room
 
 

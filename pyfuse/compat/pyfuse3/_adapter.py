@@ -200,7 +200,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
                 raise _err(e) from None
             if not token.entries:
                 return
-            yield token.entries
+            yield token.batch()
             start = token.entries[-1][2]
             if len(token.entries) < token.room:
                 return

@@ -13,6 +13,7 @@ from typing import Any
 from ..._core.context import CURRENT as _CURRENT
 from ..._core.context import context as _context
 from ..._core.convert import ATTR_STRUCT, PackedAttr
+from ..._core.readdir import TimedBatch
 from ...lowlevel import (
     SET_ATIME,
     SET_CTIME,
@@ -186,13 +187,42 @@ class FUSEError(Exception):
 
 
 class ReaddirToken:
-    """Where readdir_reply puts a listing's entries (pyfuse3's token)."""
+    """Where readdir_reply puts a listing's entries (pyfuse3's token), and the lowest
+    timeouts of their EntryAttributes (``entry_timeout``, ``attr_timeout``; None: none yet),
+    which the listing's entries get."""
 
-    __slots__ = ("entries", "room")
+    __slots__ = ("entries", "room", "entry_timeout", "attr_timeout")
 
     def __init__(self, room: int) -> None:
         self.entries: list[tuple[bytes, Any, int]] = []
         self.room = room
+        self.entry_timeout: Any = None
+        self.attr_timeout: Any = None
+
+    def timeouts(self, et: Any, at: Any) -> None:
+        """An entry with these timeouts was added."""
+        if self.entry_timeout is None:
+            self.entry_timeout, self.attr_timeout = et, at
+        else:
+            self.entry_timeout = _lowest(self.entry_timeout, et)
+            self.attr_timeout = _lowest(self.attr_timeout, at)
+
+    def batch(self) -> Any:
+        """The entries as a batch for pyfuse's readdir engine, with their timeouts (a
+        timeout that is not a finite number >= 0 counts as 0: nothing cached)."""
+        return TimedBatch(self.entries, _valid(self.entry_timeout),
+                          _valid(self.attr_timeout))
+
+
+def _lowest(a: Any, b: Any) -> Any:
+    try:
+        return b if b < a else a
+    except TypeError:
+        return None  # not numbers: _valid makes it 0
+
+
+def _valid(t: Any) -> float:
+    return float(t) if isinstance(t, (int, float)) and 0 <= t < float("inf") else 0.0
 
 
 class LazyRequestContext(RequestContext):
