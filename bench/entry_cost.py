@@ -1,5 +1,5 @@
 """What a listing costs per entry on the Python side: pulled from the filesystem's readdir
-generator and packed for C by the readdir engine (``pyfuse._core.readdir._pack``), 512 entries
+generator and packed for C by the readdir engine (``pyfuse._core.batch.pack``), 512 entries
 a batch, for /big (65,536 entries) of bench/tree_ll.py as the docs teach (``DirEntry(name,
 attr, offset)``, an ``Attr`` kept per inode) and of its tuned extra (``(name, template, 0,
 ino)`` 4-tuples built by C iterators). No mount: timeit, best of 3.
@@ -18,11 +18,12 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import model  # noqa: E402
 from bench.tree_ll import Tree, TunedTree  # noqa: E402
-from pyfuse._core import readdir as rd  # noqa: E402
+from pyfuse._core import batch  # noqa: E402
+from pyfuse._core.readdir import READDIR_BATCH  # noqa: E402
 
 
 class _Dir:
-    mode = rd._UNKNOWN  # what struct pyfuse_dir holds of the listing: its offset mode
+    mode = batch.UNKNOWN  # what struct pyfuse_dir holds of the listing: its offset mode
 
 
 def per_entry(listing: Callable[[], Any]) -> float:
@@ -30,10 +31,10 @@ def per_entry(listing: Callable[[], Any]) -> float:
     def run() -> None:
         it = iter(listing())
         while True:
-            batch = list(islice(it, rd.READDIR_BATCH))
-            if not batch:
+            entries = list(islice(it, READDIR_BATCH))
+            if not entries:
                 return
-            rd._pack(_Dir(), batch)
+            batch.pack(_Dir(), entries)
     run()  # the inode table filled, as after a first listing
     n = model.SIZES["big"]
     return min(timeit.repeat(run, number=2, repeat=3)) / 2 / n * 1e9

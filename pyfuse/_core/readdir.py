@@ -9,20 +9,16 @@ over libfuse's filler runs in C; what the kernel buffer did not take stays packe
 """
 from __future__ import annotations
 
-import errno
 import itertools
-import stat
 import types
-from array import array
 from itertools import islice
-from operator import attrgetter
 from time import perf_counter_ns
 from typing import Any, Callable, NamedTuple, Optional
 
-from .._pyfuse_c import ffi, lib
+from .._pyfuse_c import lib
 from ..errors import BadReturn
-from ..types import Attr, DirEntry
-from .convert import ATTR_STRUCT, ENC, NO_ATTR, PackedAttr, pack_attr
+from .batch import FILL_ERRORS, OFFSETS, Batch, culprit
+from .batch import pack as _pack
 from .dispatch import log
 
 __all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", "PENDING"]
@@ -33,12 +29,6 @@ __all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", 
 #: against the C duplicate-name table.
 READDIR_BATCH: int = lib.PYFUSE_READDIR_BATCH
 
-_POSITIONAL: int = lib.PYFUSE_DIR_POSITIONAL
-_OFFSETS: int = lib.PYFUSE_DIR_OFFSETS
-_UNKNOWN: int = lib.PYFUSE_DIR_UNKNOWN
-_ATTR_SIZE = ATTR_STRUCT.size
-_OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
-_NULL = ffi.NULL
 _fill_c = lib.pyfuse_fill
 _fill_timeouts = lib.pyfuse_ll_fill_timeouts
 _Coro = types.CoroutineType
@@ -91,7 +81,7 @@ class DirStream:
         self.spawn: Optional[Callable[[Any, str], None]] = None
         self.buf = buf
         self.idx = 0
-        self.left: Optional[_Batch] = None
+        self.left: Optional[Batch] = None
         self.cap = 0           # entries the last full kernel buffer took: the next one's size
         self.next_off = 0      # the request offset that continues this stream
         self.pos = 0           # positional mode: entries handed to the kernel so far
@@ -125,195 +115,7 @@ def _aclose_now(ait: Any) -> None:
         pass
 
 
-class _Batch:
-    """Entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding), packed
-    attributes with their stride (0: one shared), offsets (``None``: positional), inode numbers
-    that replace the attributes' (``None``: none)."""
-
-    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c", "inos", "inos_c")
-
-    def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
-                 offs_c: Any, inos: Any = None, inos_c: Any = _NULL) -> None:
-        self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
-        self.offs, self.offs_c, self.inos, self.inos_c = offs, offs_c, inos, inos_c
-
-    def rest(self, k: int) -> _Batch:
-        """The entries from k on, still packed (the names are joined again: C speed)."""
-        names = self.names[k:]
-        return _Batch(names, _join(names),
-                      self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
-                      None if self.offs is None else self.offs[k:],
-                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:],
-                      None if self.inos is None else self.inos[k:],
-                      self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
-
-
-_ONLY_DIRENTRY, _ONLY_TUPLE, _ONLY_ATTR, _ONLY_PACKED = {DirEntry}, {tuple}, {Attr}, {PackedAttr}
-_FIELDS = attrgetter(*Attr.__slots__)  # in ATTR_STRUCT's order
-_PACK = ATTR_STRUCT.pack
-_starmap = itertools.starmap
-
-
-def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
-    """(names, their NUL-separated encoding, attrs, offsets, inos) of a batch of entries.
-
-    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset[,
-    ino]]) tuples of one length) are split at C speed: one pass for the types, one ``zip``;
-    names that are not str, attrs that do not pack and offsets or inode numbers that are not
-    integers are caught later by the join, the packing and the arrays. ``inos`` (None unless
-    the entries are 4-tuples) replace the attributes' inode numbers: one attribute template
-    shared by entries that each have their own inode (packed once, not once an entry).
-    """
-    t = type(batch[0])
-    if t is str:
-        try:
-            return batch, "\0".join(batch).encode(ENC, "surrogateescape"), None, None, None
-        except TypeError:
-            pass  # not only names: normalise below
-    elif t is DirEntry or t is tuple:
-        types = set(map(type, batch))
-        if types == _ONLY_DIRENTRY or types == _ONLY_TUPLE:
-            cols = tuple(zip(*batch))  # one pass transposes the batch into its columns
-            if t is tuple and max(map(len, batch)) != len(cols):
-                cols = ()  # tuples of different lengths (zip stopped at the shortest)
-            if len(cols) == 4:
-                return cols[0], _join(cols[0]), cols[1], cols[2], cols[3]
-            if len(cols) == 3:
-                return cols[0], _join(cols[0]), cols[1], cols[2], None
-            if len(cols) == 2:
-                return cols[0], _join(cols[0]), cols[1], None, None
-    norm: list[tuple[Any, ...]] = []
-    for i, e in enumerate(batch):
-        if isinstance(e, str):
-            norm.append((e, None, 0, 0))
-        elif isinstance(e, DirEntry):
-            norm.append((*e, 0))
-        elif type(e) is tuple and 2 <= len(e) <= 4:
-            norm.append(e + (None, 0, 0)[len(e) - 1:])
-        elif isinstance(e, (bytes, bytearray)):
-            norm.append((bytes(e).decode(ENC, "surrogateescape"), None, 0, 0))
-        else:
-            raise BadReturn(f"readdir must yield str, DirEntry or (name, attr[, offset[, ino]]) "
-                            f"tuples, not {type(e).__name__} (entry {i} of the batch: {e!r:.80})")
-    names, attrs, offs, inos = zip(*norm)
-    return names, _join(names), attrs, offs, inos if any(inos) else None
-
-
-def _join(names: Any) -> bytes:
-    """The names NUL-separated and encoded: str names, bytes names (taken as they are, as
-    pyfuse.compat's pyfuse3 listings give them), or both mixed."""
-    try:
-        if names and type(names[0]) is bytes:
-            return b"\0".join(names)
-        return "\0".join(names).encode(ENC, "surrogateescape")
-    except TypeError:
-        pass
-    try:
-        return b"\0".join(n if type(n) is bytes else n.encode(ENC, "surrogateescape")
-                          for n in names)
-    except (TypeError, AttributeError):
-        bad = next((n for n in names if not isinstance(n, (str, bytes))), None)
-        raise BadReturn(f"readdir entry names must be str or bytes, not {type(bad).__name__} "
-                        f"({bad!r:.80})") from None
-
-
-def _pack_attrs(attrs: Any) -> tuple[Any, int]:
-    """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
-    packed attribute with stride 0 when all entries share one object (or equal ones)."""
-    a0 = attrs[0]
-    # One shared template (or equal ones), or all None. Tuple equality tests identity first, in
-    # C, and stops at the first difference (one Attr.__eq__ call at most).
-    if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
-        return (_NULL, 0) if a0 is None else (pack_attr(a0), 0)
-    kinds = set(map(type, attrs))
-    if kinds == _ONLY_ATTR:  # each its own Attr (an inode table's): at C speed
-        return b"".join(_starmap(_PACK, map(_FIELDS, attrs))), _ATTR_SIZE
-    if kinds == _ONLY_PACKED:  # packed already (pyfuse.compat's)
-        return b"".join(attrs), _ATTR_SIZE
-    memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
-    out = []
-    for a in attrs:
-        r = memo.get(id(a))
-        if r is None:
-            r = memo[id(a)] = NO_ATTR if a is None else pack_attr(a)
-        out.append(r)
-    return b"".join(out), _ATTR_SIZE
-
-
-_FILL_ERRORS = {
-    errno.EDOM: "readdir yielded, for readdirplus, an attr with inode number 0 (the inode API "
-                "needs each child's number)",
-    errno.EINVAL: "readdir yielded an invalid name: empty, or containing '/' or NUL",
-    errno.ENAMETOOLONG: "readdir yielded a name longer than 255 bytes",
-    errno.EEXIST: "readdir yielded the same name twice",
-    errno.EBADMSG: "readdir yielded an attr whose mode has no valid file type",
-}
-
-
-def _pack(d: Any, batch: list[Any]) -> _Batch:
-    """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
-    names, blob, attrs, offs, inos = _split(batch)
-    if offs is None or not any(offs):
-        offs_c = _NULL
-        mode = _POSITIONAL
-    elif 0 in offs:
-        raise BadReturn("readdir mixed entries with offset 0 and entries with offsets; "
-                        "give every entry an offset, or none")
-    else:
-        if min(offs) < 0:
-            raise BadReturn("readdir yielded a negative offset")
-        offs_c = array("q", offs).tobytes()
-        mode = _OFFSETS
-    if d.mode != mode:
-        if d.mode != _UNKNOWN:
-            raise BadReturn("readdir changed between positional entries (offset 0) and "
-                            "entries with offsets within one listing")
-        d.mode = mode
-    try:
-        attrs_c, stride = (_NULL, 0) if attrs is None else _pack_attrs(attrs)
-    except Exception as e:
-        raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
-    inos_c = _NULL
-    if inos is not None:
-        if attrs_c == _NULL:
-            raise BadReturn("readdir yielded (name, attr, offset, ino) entries without an attr "
-                            "(the inode number replaces the attr's)")
-        try:
-            inos_c = array("Q", inos).tobytes()
-        except (TypeError, OverflowError) as e:
-            raise BadReturn(f"readdir yielded an invalid inode number: {e}") from None
-    return _Batch(names, blob, attrs_c, stride, None if mode == _POSITIONAL else offs, offs_c,
-                  inos, inos_c)
-
-
-def _culprit(b: _Batch, err: int, base: int) -> str:
-    """Which entry C refused: "entry N of the listing ('name')" (looked for only on error);
-    ``base``: the entries of the listing before this batch."""
-    names = [n.encode(ENC, "surrogateescape") if isinstance(n, str) else n for n in b.names]
-    seen: set[bytes] = set()
-    for i, raw in enumerate(names):
-        if err == errno.EINVAL and (not raw or b"/" in raw or b"\0" in raw) \
-                or err == errno.ENAMETOOLONG and len(raw) > 255 \
-                or err == errno.EEXIST and raw in seen:
-            return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
-        seen.add(raw)
-        if err == errno.EDOM and b.attrs and raw not in (b".", b".."):
-            fields = ATTR_STRUCT.unpack(b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE])
-            if fields[0] and (b.inos[i] if b.inos is not None else fields[1]) == 0:
-                return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
-        if err == errno.EBADMSG and b.attrs:
-            a = b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE]
-            mode = ATTR_STRUCT.unpack(a)[0] if len(a) == _ATTR_SIZE else 0
-            if mode and stat.S_IFMT(mode) not in _FILE_TYPES:
-                return f"entry {base + i} of the listing ({b.names[i]!r:.80}, mode {mode:#o})"
-    return f"one of entries {base} to {base + len(names) - 1} of the listing"
-
-
-_FILE_TYPES = {stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK,
-               stat.S_IFIFO, stat.S_IFSOCK}
-
-
-def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
+def _fill(fill: Any, st: DirStream, b: Batch) -> int:
     """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
     any, is kept packed in ``st.left`` for the next request."""
     n = len(b.names)
@@ -321,8 +123,8 @@ def _fill(fill: Any, st: DirStream, b: _Batch) -> int:
         _fill_timeouts(fill, *st.timeouts)
     k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
     if k < 0:
-        raise BadReturn(f"{_FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
-                        f"{_culprit(b, -k, st.pos)}")
+        raise BadReturn(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
+                        f"{culprit(b, -k, st.pos)}")
     if k:
         st.pos += k
         st.next_off = st.pos if b.offs is None else b.offs[k - 1]
@@ -391,7 +193,7 @@ class Listings:
             st = None
         if st is None:
             try:
-                positional = d.mode != _OFFSETS
+                positional = d.mode != OFFSETS
                 r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
                 if r.__class__ is _Coro:
                     if self.defer is None:
@@ -493,7 +295,7 @@ class Listings:
                 if b is None:  # nothing left
                     if st.error:
                         break  # the rest went out: the error surfaces on the next request
-                    d.eof_off = st.pos if d.mode != _OFFSETS else st.next_off
+                    d.eof_off = st.pos if d.mode != OFFSETS else st.next_off
                     st.close()
                     return 0
         except BaseException as e:
