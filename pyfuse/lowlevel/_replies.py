@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from .._core.convert import ATTR_STRUCT, PackedAttr, byte_buffer, encode, pack_attr, pack_statvfs
+from .._core.convert import ATTR_STRUCT, byte_buffer, encode, pack_attr, pack_statvfs
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn, FuseError
 from ..types import FdRange, FileInfo, Lock
@@ -49,26 +49,16 @@ def _pack(a: Any, what: str) -> bytes:
 
 
 _MAX_TIMEOUT = float("inf")
-_tuple_new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: one frame more
 
 
 class PackedEntry(Entry):
     """An :class:`Entry` made ready for the shim by whoever built it (pyfuse.compat's
-    adapters): ``attr`` packed (``ATTR_STRUCT`` bytes), ``generation`` an int, both timeouts
-    finite numbers >= 0. Replied as it is, with no further Python call (the generated
-    callbacks and :func:`reply_entry`/:func:`reply_attr` test its class first)."""
+    ``to_entry``, with ``tuple.__new__``: a NamedTuple's own ``__new__`` is a Python call):
+    ``attr`` packed (``ATTR_STRUCT`` bytes), ``generation`` an int, both timeouts finite
+    numbers >= 0. Replied as it is, with no further Python call (the generated callbacks and
+    :func:`reply_entry`/:func:`reply_attr` test its class first)."""
 
     __slots__ = ()
-
-
-def packed_entry(packed: bytes, gen: Any, et: Any, at: Any) -> Entry:
-    """A :class:`PackedEntry` of these parts if they are of the kinds it promises (the usual
-    case), else a plain :class:`Entry` of them, which the general reply checks (and refuses
-    with the error that names the bad value)."""
-    if (type(gen) is int and (type(et) is float or type(et) is int) and 0 <= et < _MAX_TIMEOUT
-            and (type(at) is float or type(at) is int) and 0 <= at < _MAX_TIMEOUT):
-        return _tuple_new(PackedEntry, (packed, gen, et, at))  # type: ignore[no-any-return]
-    return Entry(PackedAttr(packed), gen, et, at)  # type: ignore[arg-type]
 
 
 def _timeout(v: Any, name: str) -> float:

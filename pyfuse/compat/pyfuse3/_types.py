@@ -24,7 +24,7 @@ from ...lowlevel import (
     SET_UID,
     Entry,
 )
-from ...lowlevel._replies import packed_entry as _packed_entry
+from ...lowlevel._replies import PackedEntry as _PackedEntry
 from ...types import Attr, StatVFS
 from ...types import FileInfo as _PyfuseFileInfo
 
@@ -299,7 +299,11 @@ def to_entry(a: Any, what: str) -> Entry:
             a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns)
     except struct.error:
         return Entry(to_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
-    return _packed_entry(packed, a.generation, a.entry_timeout, a.attr_timeout)
+    gen, et, at = a.generation, a.entry_timeout, a.attr_timeout
+    if (type(gen) is int and (type(et) is float or type(et) is int) and 0 <= et < _INF
+            and (type(at) is float or type(at) is int) and 0 <= at < _INF):
+        return _tuple_new(_PackedEntry, (packed, gen, et, at))  # type: ignore[no-any-return]
+    return Entry(PackedAttr(packed), gen, et, at)  # type: ignore[arg-type]
 
 
 def from_attr(a: Attr) -> EntryAttributes:
@@ -338,5 +342,7 @@ def setattr_fields(to_set: int) -> SetattrFields:
 
 ENOATTR = _errno.ENODATA
 _pack_attr = ATTR_STRUCT.pack
+_tuple_new = tuple.__new__
+_INF = float("inf")
 _weakref = weakref.ref
 
