@@ -313,6 +313,11 @@ class _LoopReader:
 
     def _readable(self) -> None:
         n = self.BURST if self._max is None else min(self.BURST, self._max - self._busy)
+        if n <= 0:  # at the limit: a task's end watches the descriptor again
+            assert self._loop is not None
+            self._loop.remove_reader(self._fd)
+            self._paused = True
+            return
         rc = lib.pyfuse_pump(self._c, n)
         if rc < 0:
             assert self._loop is not None
