@@ -171,7 +171,8 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
                     return
                 except FUSEError as e:
                     raise FuseError(e.errno) from None
-            yield _dec(name), packed_attr(attr), nxt
+            # the name's bytes as they are (the listing joins them so)
+            yield name if type(name) is bytes else _enc(name), packed_attr(attr), nxt
     h["readdir"] = readdir
 
     def setxattr(self: Any, ino: int, name: str, value: bytes, flags: int) -> None:
