@@ -6,8 +6,8 @@ APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd libfuse2
 SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
            $(wildcard pyfuse/*/*.py)
 
-.PHONY: demo test test-sanitize test-sdist test-pythons test-originals test-valgrind stress deps \
-        lint bench clean
+.PHONY: demo test test-sanitize test-sdist test-pythons test-originals test-apps test-valgrind \
+        stress deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
@@ -115,21 +115,30 @@ test-pythons: deps
 	    $(addprefix $(CURDIR)/tests/,$(CORE_TESTS)) $(PYTEST_ARGS)); \
 	done
 
-# The originals' own test suites, unchanged, on the originals and on pyfuse: the sdists of
-# pyfuse3 3.5.0 and llfuse 1.5.2 are downloaded, each one's test/ runs once on the original
-# (installed in a venv of its own; llfuse builds against libfuse 2's headers, libfuse-dev) and
-# once through `python -m pyfuse.compat -m pytest` (pyfuse's venv); every test that passes on
-# the original must pass on pyfuse (tests/originals/compare.py). Their pytest.ini stops at the
-# first failure (-x): addopts is cleared so that every test runs on both.
+# The originals' own test suites and examples, unchanged, on the originals and on pyfuse: the
+# sdists of pyfuse3 3.5.0 and llfuse 1.5.2 are downloaded, each one's test/ runs once on the
+# original (installed in a venv of its own; llfuse builds against libfuse 2's headers,
+# libfuse-dev) and once through `python -m pyfuse.compat -m pytest` (pyfuse's venv); every test
+# that passes on the original must pass on pyfuse (tests/originals/compare.py). Their pytest.ini
+# stops at the first failure (-x): addopts is cleared so that every test runs on both. Then each
+# one's examples/tmpfs.py serves one client transcript on the original and through the runner,
+# and the INIT reply's flags are compared (tests/originals/examples.py). mfusepy's and fusepy's
+# own tests and examples are not in their sdists: they are read from $(UPSTREAM) (the shared
+# folder beside the checkout), unchanged: mfusepy 3.1.0's tests/ (with its examples/) on
+# mfusepy itself (on libfuse 3) and through the runner, compared as above; fusepy 3.0.1's
+# examples (memory, loopback, context, ioctl) on fusepy (libfuse 2) and through the runner, one
+# client transcript each. Without $(UPSTREAM) that part says so in one line and is skipped.
 ORIG_DIR := $(CURDIR)/build/originals
 ORIG_PYTEST := -p no:cacheprovider -o addopts= -q
 ORIGINALS := pyfuse3-3.5.0 llfuse-1.5.2
+UPSTREAM ?= $(abspath $(CURDIR)/../shared/upstream)
 test-originals: deps $(VENV)/.installed
 	@dpkg -s libfuse-dev >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfuse-dev >/dev/null; } || \
 	  { echo "llfuse builds against libfuse 2: apt-get install libfuse-dev"; exit 1; }
 	rm -rf $(ORIG_DIR) && mkdir -p $(ORIG_DIR)
+	$(VPY) -m pip install -q ioctl-opt pytest-order  # what mfusepy's tests and fusepy's ioctl.py import
 	@set -e; status=0; for o in $(ORIGINALS); do \
 	  pkg=$${o%-*}; ver=$${o##*-}; v=$(ORIG_DIR)/venv-$$pkg; \
 	  echo "== $$o: the original, then pyfuse"; \
@@ -142,7 +151,49 @@ test-originals: deps $(VENV)/.installed
 	    --junitxml=$(ORIG_DIR)/$$o-pyfuse.xml) || true; \
 	  $(VPY) tests/originals/compare.py $$o $(ORIG_DIR)/$$o-original.xml \
 	    $(ORIG_DIR)/$$o-pyfuse.xml || status=1; \
-	done; exit $$status
+	  echo "== $$o: its examples/tmpfs.py and its INIT flags, on the original and on pyfuse"; \
+	  $(VPY) tests/originals/examples.py $$pkg $$v/bin/python $(ORIG_DIR)/$$o/examples \
+	    || status=1; \
+	  $(VPY) tests/originals/examples.py $$pkg-flags $$v/bin/python - || status=1; \
+	done; \
+	if [ ! -d "$(UPSTREAM)/mfusepy-3.1.0" ] || [ ! -d "$(UPSTREAM)/fusepy-3.0.1" ]; then \
+	  echo "test-originals: $(UPSTREAM) not found (mfusepy 3.1.0's and fusepy 3.0.1's own tests and examples): those not run"; \
+	else \
+	  v=$(ORIG_DIR)/venv-mfusepy; echo "== mfusepy-3.1.0's tests/: the original, then pyfuse"; \
+	  $(PYTHON) -m venv $$v; \
+	  $$v/bin/python -m pip install -q mfusepy==3.1.0 pytest ioctl-opt pytest-order; \
+	  mkdir -p $(ORIG_DIR)/mfusepy-run; \
+	  (cd $(ORIG_DIR)/mfusepy-run && PYTHONDONTWRITEBYTECODE=1 FUSE_LIBRARY_NAME=fuse3 \
+	    $$v/bin/python -m pytest $(UPSTREAM)/mfusepy-3.1.0/tests $(ORIG_PYTEST) \
+	    --junitxml=$(ORIG_DIR)/mfusepy-original.xml) || true; \
+	  (cd $(ORIG_DIR)/mfusepy-run && PYTHONDONTWRITEBYTECODE=1 \
+	    $(CURDIR)/$(VPY) -m pyfuse.compat -m pytest $(UPSTREAM)/mfusepy-3.1.0/tests \
+	    $(ORIG_PYTEST) --junitxml=$(ORIG_DIR)/mfusepy-pyfuse.xml) || true; \
+	  $(VPY) tests/originals/compare.py mfusepy-3.1.0 $(ORIG_DIR)/mfusepy-original.xml \
+	    $(ORIG_DIR)/mfusepy-pyfuse.xml || status=1; \
+	  echo "== fusepy-3.0.1's examples: fusepy (libfuse 2), then pyfuse"; \
+	  PYTHONDONTWRITEBYTECODE=1 $(VPY) tests/originals/examples.py fusepy $(CURDIR)/$(VPY) \
+	    $(UPSTREAM)/fusepy-3.0.1/examples || status=1; \
+	fi; exit $$status
+
+# Other people's applications through the runner (long: borg builds from its sdist): borg
+# 1.4.5's `borg mount` with BORG_FUSE_IMPL=llfuse and =pyfuse3, archives made with a named
+# directory and with ".", compared with the source tree (tests/apps/borg_mount.py).
+APPS_DIR := $(CURDIR)/build/apps
+APPS_APT := libssl-dev libacl1-dev liblz4-dev libzstd-dev libxxhash-dev
+test-apps: deps
+	@for p in $(APPS_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "borg builds with$$missing: apt-get install$$missing"; exit 1; fi; fi
+	rm -rf $(APPS_DIR) && mkdir -p $(APPS_DIR)
+	$(PYTHON) -m venv $(APPS_DIR)/venv
+	$(APPS_DIR)/venv/bin/python -m pip install -q --upgrade pip
+	rm -rf build/temp.* build/lib.*
+	$(APPS_DIR)/venv/bin/python -m pip install -q "borgbackup==1.4.5" "trio>=0.22" .
+	cd $(APPS_DIR) && $(APPS_DIR)/venv/bin/python $(CURDIR)/tests/apps/borg_mount.py \
+	  $(APPS_DIR)/venv/bin/python $(APPS_DIR)/work
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

@@ -69,6 +69,13 @@ void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *
         want(conn, FUSE_CAP_WRITEBACK_CACHE, 1);
     if (c->posix_acl)
         want(conn, FUSE_CAP_POSIX_ACL, 1);
+    want(conn, FUSE_CAP_ATOMIC_O_TRUNC, c->atomic_o_trunc);
+    want(conn, FUSE_CAP_AUTO_INVAL_DATA, c->auto_inval_data);
+    want(conn, FUSE_CAP_ASYNC_DIO, c->async_dio);
+    want(conn, FUSE_CAP_PARALLEL_DIROPS, c->parallel_dirops);
+    want(conn, FUSE_CAP_HANDLE_KILLPRIV, c->handle_killpriv);
+    want(conn, FUSE_CAP_IOCTL_DIR, c->ioctl_dir);
+    want(conn, FUSE_CAP_EXPORT_SUPPORT, c->export_support);
 }
 
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)

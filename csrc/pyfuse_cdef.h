@@ -119,6 +119,13 @@ struct pyfuse_config {
     int readdirplus;     /* enum pyfuse_readdirplus */
     int writeback_cache; /* 1: ask for the kernel's writeback cache */
     int posix_acl;       /* 1: the kernel applies POSIX ACLs (system.posix_acl_*) itself */
+    /* capabilities libfuse 3 turns on by default and libfuse 2 did not (1 / 0 / -1: on, off,
+     * libfuse's default): the faces of libfuse 2 programs turn them off */
+    int atomic_o_trunc, auto_inval_data, async_dio, parallel_dirops, handle_killpriv, ioctl_dir;
+    int export_support; /* the filesystem looks up "." and ".." (NFS export) */
+    /* not a Config field: 1 lets a listing repeat a name (the foreign faces, whose originals
+     * pass such listings to the kernel); 0 refuses it (-EEXIST) */
+    int dup_names;
 };
 
 typedef struct pyfuse_session pyfuse_session;
@@ -155,8 +162,26 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
                            const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
                            int lowlevel);
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
-int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky,
-                int signals);
+int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky);
+/* The same loop with SIGINT, SIGTERM and SIGHUP handled (run() in the main thread; one such
+ * loop at a time, else -EBUSY): start installs the shim's handlers and, for a multi-threaded
+ * loop, runs it on a thread of its own; a single-threaded one is then run on the caller's
+ * thread by here, which returns as the loop ends (the signal number if one ended it, else as
+ * pyfuse_loop) with the caller's handlers back. The first signal stops the loop once the
+ * requests in progress are answered; a second one raises KeyboardInterrupt in the handler of a
+ * single-threaded loop. wait waits up to timeout_ms for the loop to end or for more than
+ * presses signals: when ended, *ended is 1 (and the loop's thread joined, the caller's
+ * handlers back) and the value is the loop's; else the number of signals so far. finish, once
+ * the loop has ended and nobody waits, frees what start set up. abandon (after a second
+ * signal, a multi-threaded loop) gives back the caller's handlers and leaves the loop's thread
+ * to end when its handlers return: the session must then never be destroyed. It returns the
+ * last signal. */
+int pyfuse_loop_start(pyfuse_session *s, int threads, int max_threads, int clone_fd,
+                      int sticky);
+int pyfuse_loop_here(void);
+int pyfuse_loop_wait(int timeout_ms, int presses, int *ended);
+void pyfuse_loop_finish(void);
+int pyfuse_loop_abandon(void);
 /* loop.c: the requests waiting on /dev/fuse, read and served on the calling thread (an event
  * loop's, when the session's descriptor is readable): at most max of them, without waiting for
  * more once the descriptor is non-blocking (pyfuse_session_fd). Returns how many were served (0:
@@ -165,6 +190,8 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
 int pyfuse_pump(pyfuse_session *s, int max);
 /* The /dev/fuse descriptor the session reads its requests from. */
 int pyfuse_session_fd(pyfuse_session *s);
+/* 1 once the session's loop has been told to end (a signal, an unmount seen by the loop). */
+int pyfuse_exiting(pyfuse_session *s);
 void pyfuse_unmount(pyfuse_session *s);
 void pyfuse_destroy(pyfuse_session *s);
 /* libfuse's fuse_version(): FUSE_MAJOR_VERSION * 100 + FUSE_MINOR_VERSION (314 for 3.14) */

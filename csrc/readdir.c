@@ -208,7 +208,7 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 }
 
 /* Check a batch before any of it reaches libfuse: exactly n non-empty names, none longer than
- * 255 bytes, none with '/', no name twice (within the batch: a table on the stack, so memory
+ * 255 bytes, none with '/', unless dup_names no name twice (within the batch: a table on the stack, so memory
  * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
  * name too many. */
 #define DUP_SLOTS PYFUSE_DUP_SLOTS
@@ -217,11 +217,11 @@ _Static_assert(DUP_SLOTS >= 2 * PYFUSE_READDIR_BATCH,
                "PYFUSE_DUP_SLOTS must be at least twice PYFUSE_READDIR_BATCH, or whole batches "
                "go unchecked for duplicate names");
 
-static int check_names(const char *names, size_t names_len, int n)
+static int check_names(const char *names, size_t names_len, int n, int dup_names)
 {
     const char *p = names, *end = names + names_len;
     const char *seen[DUP_SLOTS];
-    int dedup = n <= DUP_SLOTS / 2;
+    int dedup = !dup_names && n <= DUP_SLOTS / 2;
 
     if (dedup)
         memset(seen, 0, sizeof seen);
@@ -332,7 +332,8 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
 
     if (n <= 0)
         return 0;
-    res = check_names(names, names_len, n);
+    res = check_names(names, names_len, n,
+                      (f->req != NULL ? pyfuse_ll_of(f->req) : pyfuse_current())->cfg.dup_names);
     if (res != 0)
         return res;
     if (f->req != NULL)
@@ -366,6 +367,9 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
                 memcpy(&ino, inos + (size_t)i * sizeof ino, sizeof ino);
                 st.st_ino = (ino_t)ino;
             }
+            /* with use_ino libfuse passes st_ino on as d_ino: 0 would hide the entry */
+            if (st.st_ino == 0)
+                st.st_ino = PYFUSE_UNKNOWN_INO;
         }
         if (f->filler(f->buf, p, sp, off, fl))
             return i; /* kernel buffer full: entries i.. go in the next request */

@@ -9,8 +9,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <time.h>
 
 #include <fuse_lowlevel.h>
 
@@ -129,72 +132,11 @@ int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
     return fuse_mount(s->fuse, mountpoint) == 0 ? 0 : -EIO;
 }
 
-/* Signal handling for run() in the main thread. libfuse's fuse_set_signal_handlers() only takes
- * over signals whose handler is SIG_DFL, and Python owns SIGINT, so Ctrl-C would never reach it;
- * the shim installs its own handlers for the duration of the loop and restores the caller's after.
- * A signal handler can only find the session through a global: these three are the shim's only
- * mutable globals, set while one loop runs with signals (Python allows one: the main thread). */
-static struct fuse_session *volatile signal_session;
-static volatile sig_atomic_t signal_received;
-static pthread_t signal_loop_thread;
-
-static void on_signal(int sig)
+/* Serve on the calling thread until the loop ends (unmount, error, or exit). */
+static int run_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky)
 {
-    struct fuse_session *se = signal_session;
-
-    if (se == NULL)
-        return;
-    signal_received = sig;
-    fuse_session_exit(se);
-    /* The loop thread waits in sem_wait()/read(): interrupt it so it sees the exit flag. */
-    if (!pthread_equal(pthread_self(), signal_loop_thread))
-        pthread_kill(signal_loop_thread, sig);
-}
-
-static const int loop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
-#define NSIG_SAVED (sizeof loop_signals / sizeof loop_signals[0])
-
-static int install_signals(struct fuse_session *se, struct sigaction *saved)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: blocked reads must return EINTR */
-    signal_received = 0;
-    signal_loop_thread = pthread_self();
-    signal_session = se;
-    for (size_t i = 0; i < NSIG_SAVED; i++) {
-        sa.sa_handler = loop_signals[i] == SIGPIPE ? SIG_IGN : on_signal;
-        if (sigaction(loop_signals[i], &sa, &saved[i]) != 0) {
-            int err = -errno;
-            while (i-- > 0)
-                sigaction(loop_signals[i], &saved[i], NULL);
-            signal_session = NULL;
-            return err;
-        }
-    }
-    return 0;
-}
-
-static void restore_signals(const struct sigaction *saved)
-{
-    for (size_t i = 0; i < NSIG_SAVED; i++)
-        sigaction(loop_signals[i], &saved[i], NULL);
-    signal_session = NULL;
-}
-
-int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky,
-                int signals)
-{
-    struct sigaction saved[NSIG_SAVED];
     int res;
 
-    if (signals) {
-        res = install_signals(s->se, saved);
-        if (res != 0)
-            return res;
-    }
     if (threads && sticky) { /* pyfuse's own loop (loop.c) */
         res = pyfuse_loop_workers(s->se, s->fuse, max_threads > 0 ? (unsigned)max_threads : 0);
     } else if (threads) { /* libfuse's loop, with a /dev/fuse clone per worker if asked */
@@ -219,13 +161,206 @@ int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, i
     } else {
         res = s->fuse ? fuse_loop(s->fuse) : fuse_session_loop(s->se);
     }
-    if (signals) {
-        restore_signals(saved);
-        if (signal_received)
-            res = signal_received;
+    return res;
+}
+
+int pyfuse_loop(pyfuse_session *s, int threads, int max_threads, int clone_fd, int sticky)
+{
+    return run_loop(s, threads, max_threads, clone_fd, sticky);
+}
+
+/* Signal handling for run() in the main thread. libfuse's fuse_set_signal_handlers() only takes
+ * over signals whose handler is SIG_DFL, and Python owns SIGINT, so Ctrl-C would never reach it;
+ * the shim installs its own handlers while the loop runs and restores the caller's after. The
+ * first signal makes the loop stop reading requests and end once the requests in progress are
+ * answered; a second one ends it at once. A multi-threaded loop runs on a thread of its own
+ * (sig.loop_thread) while the caller waits in pyfuse_loop_wait, so that the caller can give up
+ * on it (pyfuse_loop_abandon) when a handler never returns. A single-threaded loop runs on the
+ * caller's thread (pyfuse_loop_here: handlers keep the thread they always had), and the second
+ * signal interrupts its handler as Ctrl-C interrupts Python code (PyErr_SetInterrupt: a
+ * KeyboardInterrupt at the handler's next Python step or interrupted system call). A signal
+ * handler can only find the session through a global: this struct is the shim's only mutable
+ * global state, in use while one loop runs with signals (Python allows one: the main thread's). */
+void PyErr_SetInterrupt(void); /* CPython's (stable ABI, async-signal-safe) */
+
+static struct {
+    struct fuse_session *volatile session;
+    volatile sig_atomic_t received;  /* the last signal */
+    volatile sig_atomic_t presses;   /* signals received (each one once) */
+    volatile sig_atomic_t forwarded; /* a signal this handler passed on to the loop thread */
+    volatile sig_atomic_t ended;     /* the loop has returned */
+    int here;                        /* the loop runs on the caller's thread */
+    int abandoned;                   /* pyfuse_loop_abandon left it running */
+    pthread_t loop_thread;           /* set by the loop thread itself (atomic) */
+    sigset_t block;                  /* the loop's signals */
+    sem_t wake;                      /* posted by each signal and by the loop's end */
+    int result;                      /* the loop's, once ended */
+    int threads, max_threads, clone_fd, sticky;
+    pyfuse_session *s;
+    struct sigaction saved[4];
+} sig;
+
+static void on_signal(int signo)
+{
+    struct fuse_session *se = sig.session;
+
+    if (se == NULL)
+        return;
+    if (sig.forwarded && pthread_equal(pthread_self(), sig.loop_thread)) {
+        sig.forwarded = 0; /* our own wake-up of the loop thread, not another signal */
+        return;
+    }
+    sig.received = signo;
+    sig.presses++;
+    fuse_session_exit(se);
+    if (sig.here && sig.presses >= 2)
+        PyErr_SetInterrupt();
+    sem_post(&sig.wake);
+    /* The loop thread waits in sem_wait()/read() (or sleeps in a handler): interrupt it so
+     * it sees the exit flag (or Python its interrupt). */
+    if (!pthread_equal(pthread_self(), sig.loop_thread)) {
+        sig.forwarded = 1;
+        pthread_kill(sig.loop_thread, signo);
+    }
+}
+
+static const int loop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+#define NSIG_SAVED (sizeof loop_signals / sizeof loop_signals[0])
+_Static_assert(NSIG_SAVED == sizeof sig.saved / sizeof sig.saved[0], "sig.saved's size");
+
+static void restore_signals(void)
+{
+    for (size_t i = 0; i < NSIG_SAVED; i++)
+        sigaction(loop_signals[i], &sig.saved[i], NULL);
+    sig.session = NULL;
+}
+
+static void *loop_thread(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&sig.loop_thread, pthread_self(), __ATOMIC_RELEASE);
+    pthread_sigmask(SIG_UNBLOCK, &sig.block, NULL); /* the handler knows this thread now */
+    sig.result = run_loop(sig.s, sig.threads, sig.max_threads, sig.clone_fd, sig.sticky);
+    sig.ended = 1;
+    sem_post(&sig.wake);
+    return NULL;
+}
+
+int pyfuse_loop_start(pyfuse_session *s, int threads, int max_threads, int clone_fd,
+                      int sticky)
+{
+    struct sigaction sa;
+    sigset_t old;
+    pthread_t t;
+    int err = 0;
+
+    if (sig.session != NULL || (sig.abandoned && !sig.ended))
+        return -EBUSY; /* another loop with signals runs, or an abandoned one still does */
+    if (sig.abandoned)
+        sem_destroy(&sig.wake);
+    sig.abandoned = 0;
+    if (sem_init(&sig.wake, 0, 0) != 0)
+        return -errno;
+    sig.received = sig.presses = sig.forwarded = sig.ended = 0;
+    sig.s = s;
+    sig.threads = threads;
+    sig.max_threads = max_threads;
+    sig.clone_fd = clone_fd;
+    sig.sticky = sticky;
+    sig.here = !threads;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: blocked reads must return EINTR */
+    /* The handler must know the loop thread before it handles a signal: the signals are
+     * blocked here until it is set (by the loop thread itself, which starts with this mask
+     * and unblocks them). */
+    sigemptyset(&sig.block);
+    for (size_t i = 0; i < NSIG_SAVED; i++)
+        sigaddset(&sig.block, loop_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &sig.block, &old);
+    for (size_t i = 0; i < NSIG_SAVED; i++) {
+        sa.sa_handler = loop_signals[i] == SIGPIPE ? SIG_IGN : on_signal;
+        if (sigaction(loop_signals[i], &sa, &sig.saved[i]) != 0) {
+            err = -errno;
+            while (i-- > 0)
+                sigaction(loop_signals[i], &sig.saved[i], NULL);
+            break;
+        }
+    }
+    if (err == 0) {
+        sig.loop_thread = pthread_self(); /* the loop's thread (here), or until it sets itself */
+        sig.session = s->se;
+        if (!sig.here) {
+            err = -pthread_create(&t, NULL, loop_thread, NULL);
+            if (err != 0) {
+                sig.session = NULL;
+                restore_signals();
+            } else {
+                while (pthread_equal(__atomic_load_n(&sig.loop_thread, __ATOMIC_ACQUIRE),
+                                     pthread_self()))
+                    sched_yield();
+            }
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0)
+        sem_destroy(&sig.wake);
+    return err;
+}
+
+int pyfuse_loop_here(void)
+{
+    sig.result = run_loop(sig.s, sig.threads, sig.max_threads, sig.clone_fd, sig.sticky);
+    restore_signals();
+    sig.ended = 1;
+    sem_post(&sig.wake);
+    return sig.received ? sig.received : sig.result;
+}
+
+int pyfuse_loop_wait(int timeout_ms, int presses, int *ended)
+{
+    struct timespec until;
+
+    *ended = 0;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    /* each signal and the loop's end post; a post may be left over from a wait a signal
+     * interrupted (EINTR), so the conditions are checked again after every wake-up */
+    while (!sig.ended && sig.presses <= presses)
+        if (sem_timedwait(&sig.wake, &until) != 0 && errno == ETIMEDOUT)
+            break;
+    if (!sig.ended)
+        return sig.presses;
+    *ended = 1;
+    if (!sig.here) {
+        pthread_join(sig.loop_thread, NULL);
+        restore_signals();
     }
     /* > 0: the signal that ended the loop (a clean stop); < 0: -errno. */
-    return res;
+    return sig.received ? sig.received : sig.result;
+}
+
+void pyfuse_loop_finish(void)
+{
+    sem_destroy(&sig.wake);
+}
+
+int pyfuse_loop_abandon(void)
+{
+    pthread_detach(sig.loop_thread); /* it ends when its handlers return; the session stays */
+    sig.abandoned = 1;
+    restore_signals(); /* the wake semaphore stays: the loop thread posts it as it ends */
+    return sig.received;
+}
+
+int pyfuse_exiting(pyfuse_session *s)
+{
+    return fuse_session_exited(s->se) != 0;
 }
 
 void pyfuse_unmount(pyfuse_session *s)

@@ -285,6 +285,8 @@ def _flock(s: Any, path: Any, fh: int, op: int) -> None:
 @callback("pyfuse_cb_ioctl", "ioctl")
 def _ioctl(s: Any, path: Any, cmd: int, arg: int, fh: int, flags: int, data: Any, in_size: int,
            out_size: int) -> int:
+    if s._ioctl_in_place:
+        return s._op_ioctl(_path(path), cmd, arg, fh, flags, data, out_size)  # type: ignore
     inp = _buffer(data, in_size)[:] if in_size else None
     r = s._op_ioctl(_path(path), cmd, arg, fh, flags, inp, out_size)
     if r is None:

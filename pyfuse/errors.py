@@ -55,6 +55,12 @@ class BadReturn(TypeError):
     """A handler returned something of the wrong type or value (logged as an error, EIO)."""
 
 
+class BadListing(BadReturn):
+    """A readdir gave an entry the kernel would refuse (a name that is empty, has '/' or is
+    too long; an attribute without a file type...): EIO on every face, pyfuse.compat's
+    included, as the kernel answers such a listing of any FUSE filesystem."""
+
+
 def errno_for(exc: BaseException, op: str) -> int:
     """Map an exception raised by handler ``op`` to a positive errno, logging as the policy says.
 

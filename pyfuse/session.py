@@ -48,6 +48,10 @@ class Session(BaseSession):
     and with ``stats=True`` :meth:`stats` and :meth:`stats_table`. Everything else is the
     callbacks' (private)."""
 
+    #: ioctl's handler gets the C buffer itself and writes its reply there (pyfuse.compat:
+    #: fusepy's convention) instead of the input as bytes and the reply as its result.
+    _ioctl_in_place = False
+
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.Operations subclass")
@@ -78,7 +82,8 @@ class Session(BaseSession):
 
     # -- the base's hooks ------------------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:
-        return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
+        return lib.pyfuse_new(self._handle, argc, argv, self._opmask,
+                              config_to_c(self.config, self._dup_names),
                               self._stats_c(), 0)
 
     def _where(self, op: str, where: Any) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Union
+from typing import Any, ClassVar, NamedTuple, Optional, Union
 
 __all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "FdRange",
            "AttrLike"]
@@ -129,7 +129,32 @@ class Config:
     ``posix_acl``: the kernel applies POSIX ACLs (``system.posix_acl_access``/``_default``,
     stored with the filesystem's setxattr/getxattr) to permission checks, umask and new files;
     it implies the ``default_permissions`` mount option, which pyfuse then adds.
+
+    Connection capabilities libfuse 3 turns on by default and libfuse 2 did not (``None``:
+    libfuse's default; ``False`` declines; ``True`` asks, where the kernel offers it). The
+    faces of libfuse 2 programs (:mod:`pyfuse.compat`'s fusepy and mfusepy, and its llfuse)
+    decline them all, as libfuse 2 did, unless the program passes the option of that name.
+    ``atomic_o_trunc``: ``open(O_TRUNC)`` arrives as one OPEN with ``O_TRUNC`` in its flags,
+    which the ``open`` handler must apply; ``False``: the kernel strips ``O_TRUNC`` and sends a
+    truncate (SETATTR of the size) right after the open. ``auto_inval_data``: the kernel drops
+    a file's cached pages when it sees its mtime or size change (asking for the attributes
+    again once ``attr_timeout`` has passed, as a read does). ``async_dio``: large direct-I/O
+    requests are split and sent in parallel. ``parallel_dirops``: lookups and listings in one
+    directory run concurrently. ``handle_killpriv``: the filesystem, not the kernel, clears
+    setuid/setgid bits on write, truncate and chown. ``ioctl_dir``: ``ioctl`` on directories
+    reaches the filesystem. ``export_support`` (off in both libfuses unless asked for): the
+    filesystem answers lookups of ``.`` and ``..`` (the inode API), so the mount can be
+    exported over NFS.
     """
+
+    #: Fields that are None (libfuse's default), True or False: capabilities to ask for.
+    CAPABILITIES: ClassVar[tuple[str, ...]] = (
+        "splice_read", "splice_write", "splice_move", "atomic_o_trunc", "auto_inval_data",
+        "async_dio", "parallel_dirops", "handle_killpriv", "ioctl_dir", "export_support")
+    #: What libfuse 2 programs get: the capabilities libfuse 2 did not ask for, declined.
+    FUSE2: ClassVar[dict[str, Any]] = {
+        "atomic_o_trunc": False, "auto_inval_data": False, "async_dio": False,
+        "parallel_dirops": False, "handle_killpriv": False, "ioctl_dir": False}
 
     entry_timeout: float = 1.0
     attr_timeout: float = 1.0
@@ -155,6 +180,13 @@ class Config:
     readdirplus: str = "auto"
     writeback_cache: bool = False
     posix_acl: bool = False
+    atomic_o_trunc: Optional[bool] = None
+    auto_inval_data: Optional[bool] = None
+    async_dio: Optional[bool] = None
+    parallel_dirops: Optional[bool] = None
+    handle_killpriv: Optional[bool] = None
+    ioctl_dir: Optional[bool] = None
+    export_support: Optional[bool] = None
 
     def __post_init__(self) -> None:
         for name in ("entry_timeout", "attr_timeout", "negative_timeout"):

@@ -218,7 +218,7 @@ def test_readdir_error_names_the_entry(mount_ops, mnt, caplog):
 
 def test_libfuse_message_is_one_record(mnt, caplog):
     """libfuse prints some messages in pieces; the logger gets each message whole."""
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError, match="bogusopt"):
         pyfuse.Session(_BadName(), mnt, options={"bogusopt": True}).mount()
     msgs = [r.getMessage() for r in caplog.records if r.name == "pyfuse"
             and r.getMessage().startswith("libfuse:")]

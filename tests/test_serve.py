@@ -193,7 +193,7 @@ def test_serving_a_bad_mountpoint_raises(tmp_path: Any, on_loop: bool) -> None:
         async with ll.serving(Remote(), str(tmp_path / "missing"), on_loop=on_loop):
             raise AssertionError("mounted")
 
-    with pytest.raises(NotADirectoryError, match="mount point is not a directory"):
+    with pytest.raises(FileNotFoundError, match="mount point does not exist"):
         asyncio.run(enter())
 
 

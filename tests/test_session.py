@@ -219,8 +219,21 @@ def test_mount_options(mount_ops, mnt):
 
 
 def test_mount_on_missing_dir(tmp_path):
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(FileNotFoundError, match="mount point does not exist") as ei:
         with pyfuse.mount(Hello(), str(tmp_path / "missing")):
+            pass
+    assert ei.value.errno == errno.ENOENT and ei.value.filename == str(tmp_path / "missing")
+    f = tmp_path / "file"
+    f.write_text("")
+    with pytest.raises(NotADirectoryError, match="mount point is not a directory"):
+        with pyfuse.mount(Hello(), str(f)):
+            pass
+
+
+@pytest.mark.expect_errors
+def test_unknown_option_is_named(mnt):
+    with pytest.raises(ValueError, match="bogusopt"):
+        with pyfuse.mount(Hello(), mnt, options={"bogusopt": True}):
             pass
 
 

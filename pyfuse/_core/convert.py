@@ -71,12 +71,14 @@ _RDPLUS = {"auto": lib.PYFUSE_RDPLUS_AUTO, "always": lib.PYFUSE_RDPLUS_ALWAYS,
            "off": lib.PYFUSE_RDPLUS_OFF}
 
 
-def config_to_c(config: Config) -> Any:
-    """The struct pyfuse_config for a :class:`Config` (None: libfuse's default for splice_*)."""
+def config_to_c(config: Config, dup_names: bool = False) -> Any:
+    """The struct pyfuse_config for a :class:`Config` (None: libfuse's default for the
+    capabilities, -1 in C); ``dup_names``: listings may repeat a name (pyfuse.compat's faces)."""
     c = ffi.new("struct pyfuse_config *")
+    c.dup_names = dup_names
     for f in fields(config):
         v = getattr(config, f.name)
-        if f.name.startswith("splice_"):
+        if f.name in Config.CAPABILITIES:
             setattr(c, f.name, -1 if v is None else int(v))
         elif f.name == "readdirplus":
             c.readdirplus = _RDPLUS[v]  # checked by Config

@@ -12,11 +12,13 @@ as success.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import inspect
 import keyword
 import logging
-from typing import Any, Callable, Optional, TypeVar
+import threading
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from .._pyfuse_c import ffi, lib
 
@@ -124,6 +126,21 @@ _LEVELS = [logging.CRITICAL, logging.CRITICAL, logging.CRITICAL, logging.ERROR, 
 _SHIM = lib.PYFUSE_LOG_SHIM
 
 
+_captured = threading.local()
+
+
+@contextlib.contextmanager
+def capture_log() -> Iterator[list[str]]:
+    """Collect the messages of libfuse's that this thread logs at WARNING or above meanwhile
+    (they are logged too): what to say when a libfuse call fails."""
+    said: list[str] = []
+    _captured.said = said
+    try:
+        yield said
+    finally:
+        _captured.said = None
+
+
 def pyfuse_cb_log(level: int, msg: Any) -> None:
     """A message of libfuse's (syslog level) or of the shim's (PYFUSE_LOG_SHIM + level)."""
     source = "libfuse"
@@ -131,6 +148,9 @@ def pyfuse_cb_log(level: int, msg: Any) -> None:
         level -= _SHIM
         source = "shim"
     lvl = _LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO
+    said = getattr(_captured, "said", None)
+    if said is not None and lvl >= logging.WARNING:
+        said.append(_string(msg).decode("utf-8", "replace"))
     if log.isEnabledFor(lvl):
         log.log(lvl, "%s: %s", source, _string(msg).decode("utf-8", "replace"))
 

@@ -24,6 +24,8 @@ from .._pyfuse_c import ffi, lib
 from ..errors import errno_for
 from ..mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
 from ..types import Config
+from .dispatch import capture_log
+from .signals import loop_with_signals
 from .stats import Stats, add_handler_time
 
 __all__ = ["BaseSession", "Mounted", "serve"]
@@ -42,7 +44,7 @@ def _config_value(name: str, v: Any) -> Any:
     """A mount option's value for the Config field it names (-o style strings accepted)."""
     default = _CONFIG_DEFAULTS[name]
     try:
-        if isinstance(default, bool) or name.startswith("splice_"):
+        if isinstance(default, bool) or name in Config.CAPABILITIES:
             if isinstance(v, str):
                 if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
                     raise ValueError(v)
@@ -73,6 +75,10 @@ class BaseSession:
     ``mountpoint`` (absolute), ``config``, ``connection`` (set once mounted), :meth:`mount`,
     :meth:`loop`, :meth:`stop`, and with ``stats=True`` :meth:`stats` and
     :meth:`stats_table`."""
+
+    #: Whether a listing may repeat a name: pyfuse.compat's faces pass such listings to the
+    #: kernel, as their originals do; pyfuse's own APIs refuse them (EIO, logged).
+    _dup_names = False
 
     def __init__(self, ops: Any, mountpoint: str, *, threads: bool = True,
                  debug: bool = False, ro: bool = False, allow_other: bool = False,
@@ -105,6 +111,7 @@ class BaseSession:
         self._notifier: Optional[_Notifier] = None
         self._want_stats = stats
         self._stats: Optional[Stats] = None
+        self._abandoned = False
         opts = []
         if ro:
             opts.append("ro")
@@ -198,6 +205,8 @@ class BaseSession:
         log.info("%s raised %s: stopping the filesystem", op, type(exc).__name__)
         if self._fatal is None:
             self._fatal = exc
+        if self._c != ffi.NULL and lib.pyfuse_exiting(self._c):
+            return  # the loop ends after this request (a signal): its reply goes out first
         # Unmounting from inside a request could wait on this very request: do it elsewhere.
         threading.Thread(target=self.stop, name="pyfuse-stop", daemon=True).start()
 
@@ -206,6 +215,9 @@ class BaseSession:
         """Create the libfuse session and mount it (the kernel mount exists on return)."""
         _clean_stale(self.mountpoint)
         if not os.path.isdir(self.mountpoint):
+            if not os.path.lexists(self.mountpoint):
+                raise FileNotFoundError(errno.ENOENT, "mount point does not exist",
+                                        self.mountpoint)
             raise NotADirectoryError(errno.ENOTDIR, "mount point is not a directory",
                                      self.mountpoint)
         live = fuse_device(self.mountpoint)
@@ -215,10 +227,15 @@ class BaseSession:
                           "pass stack=True to mount on top of it")
         argv = [ffi.new("char[]", a.encode()) for a in self._argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
-        c = self._new_c(len(argv), argv_c)
+        with capture_log() as said:
+            c = self._new_c(len(argv), argv_c)
         if c == ffi.NULL:
-            raise RuntimeError("creating the libfuse session failed (see the 'pyfuse' log for "
-                               "libfuse's message)")
+            why = "; ".join(said) or "no reason given (see the 'pyfuse' log)"
+            if any("unknown option" in m for m in said):
+                raise ValueError(f"mounting at {self.mountpoint}: libfuse refused the options "
+                                 f"{self._argv[-1]!r}: {why}")
+            raise RuntimeError(f"mounting at {self.mountpoint}: creating the libfuse session "
+                               f"failed: {why}")
         rc = lib.pyfuse_mount(c, os.fsencode(self.mountpoint))
         if rc != 0:
             lib.pyfuse_destroy(c)
@@ -236,10 +253,14 @@ class BaseSession:
         if signals is None:
             signals = threading.current_thread() is threading.main_thread()
         try:
-            rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
-                                 self._sticky, signals)
+            if signals:
+                rc = loop_with_signals(self)
+            else:
+                rc = lib.pyfuse_loop(self._c, self._threads, self._max_threads, self._clone_fd,
+                                     self._sticky)
         finally:
-            self._teardown()
+            if not self._abandoned:
+                self._teardown()
         if self._fatal is not None:
             raise self._fatal
         if rc == -errno.ECONNABORTED:

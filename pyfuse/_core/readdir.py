@@ -16,7 +16,7 @@ from time import perf_counter_ns
 from typing import Any, Callable, NamedTuple, Optional
 
 from .._pyfuse_c import lib
-from ..errors import BadReturn
+from ..errors import BadListing, BadReturn
 from .batch import FILL_ERRORS, OFFSETS, Batch, culprit
 from .batch import pack as _pack
 from .dispatch import log
@@ -123,8 +123,8 @@ def _fill(fill: Any, st: DirStream, b: Batch) -> int:
         _fill_timeouts(fill, *st.timeouts)
     k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
     if k < 0:
-        raise BadReturn(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
-                        f"{culprit(b, -k, st.pos)}")
+        raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
+                         f"{culprit(b, -k, st.pos)}")
     if k:
         st.pos += k
         st.next_off = st.pos if b.offs is None else b.offs[k - 1]

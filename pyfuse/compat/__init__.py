@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 from .._daemon import daemonize
 from ..session import context
+from ..types import Config as _Config
 from ._adapter import CompatSession, adapt
 from ._convert import RawFileInfo
 from ._ctypes import (  # fusepy's ctypes names (for filesystems that use them themselves)
@@ -316,7 +317,7 @@ def overrides(parent_class: type) -> Callable[[Callable[..., Any]], Callable[...
 #: fusepy keyword arguments that are pyfuse session arguments (the rest are -o options).
 _SESSION_ARGS = ("ro", "allow_other", "default_permissions", "fsname", "subtype")
 #: libfuse 2 options whose behaviour libfuse 3 always has: accepted and dropped.
-_ALWAYS_IN_FUSE3 = {"big_writes", "nonempty", "atomic_o_trunc"}
+_ALWAYS_IN_FUSE3 = {"big_writes", "nonempty"}
 #: libfuse 2 options with no libfuse 3 equivalent: refused by name.
 _FUSE2_ONLY = {"large_read": "libfuse 3 dropped it (reads are as large as max_read allows)"}
 
@@ -375,8 +376,12 @@ class FUSE:
         ops = adapt(operations, raw_fi=raw_fi, encoding=encoding, errors=errors,
                     readdir_getattr=readdir_getattr, flavor=self.flavor)
         try:
+            # libfuse 2's connection: O_TRUNC as a truncate after the open, no automatic
+            # invalidation of cached data... (an option of that name, e.g. atomic_o_trunc=True,
+            # asks for one, as on libfuse 2)
             session = CompatSession(ops, os.fsdecode(mountpoint), threads=not nothreads,
-                                    debug=debug, options=options, **session_kw)
+                                    debug=debug, options=options,
+                                    config=_Config(**_Config.FUSE2), **session_kw)
             if session.config.entry_timeout <= 0:
                 # the kernel forgets a readdirplus entry at once and looks it up again: the
                 # getattr inside the listing would be a second one, and the attributes sent

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from .._core.convert import path
 from .._pyfuse_c import ffi
+from ..errors import BadListing
 from ..operations import Operations as _PyfuseOperations
 from ..session import Session
 from ._convert import RawFileInfo
@@ -35,12 +36,16 @@ class CompatSession(Session):
     """A session with fusepy's error policy: an OSError with a positive errno gives that errno;
     any other Exception gives EINVAL with one logged traceback (pyfuse itself answers EIO, and
     ENOSYS for NotImplementedError); KeyboardInterrupt and SystemExit stop the filesystem and
-    are re-raised where it was mounted (``FUSE()``)."""
+    are re-raised where it was mounted (``FUSE()``). ioctl handlers write their reply into
+    the buffer whose address they get as ``data``, as on fusepy."""
+
+    _ioctl_in_place = True
+    _dup_names = True  # fusepy hands libfuse a listing as it is
 
     def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
         if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
             return -exc.errno
-        if isinstance(exc, Exception):
+        if isinstance(exc, Exception) and not isinstance(exc, BadListing):
             if where is not None:
                 op = f"{op} {path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
             log.error("Uncaught exception from FUSE operation %s, returning errno.EINVAL.", op,

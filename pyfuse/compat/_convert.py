@@ -11,6 +11,7 @@ from typing import Any
 from .._core.convert import ATTR_STRUCT, PackedAttr, pack_attr
 from ..errors import FuseError
 from ..types import Attr, StatVFS
+from ._ctypes import fuse_file_info_struct
 
 __all__ = ["RawFileInfo", "to_attr", "times_of", "to_statvfs", "check", "TYPE_ONLY"]
 
@@ -20,28 +21,18 @@ _NS = 1_000_000_000
 TYPE_ONLY = frozenset(("st_mode", "st_ino"))
 
 
-class RawFileInfo:
+class RawFileInfo(fuse_file_info_struct):
     """What a ``raw_fi=True`` filesystem gets instead of an ``fh`` int: fusepy's
-    ``fuse_file_info``. ``open``/``create`` may set ``fh``, ``direct_io``, ``keep_cache`` and
-    ``nonseekable``; the same object is passed to every later call on that open file."""
-
-    __slots__ = ("flags", "fh", "direct_io", "keep_cache", "nonseekable", "flush",
-                 "writepage", "fh_old", "lock_owner")
+    ``fuse_file_info``, a ctypes structure with libfuse 3's layout. ``open``/``create`` may set
+    ``fh``, ``direct_io``, ``keep_cache`` and ``nonseekable``; the same object is passed to
+    every later call on that open file."""
 
     def __init__(self, flags: int = 0) -> None:
-        self.flags = flags
-        self.fh = 0
-        self.direct_io = False
-        self.keep_cache = False
-        self.nonseekable = False
-        self.flush = False
-        self.writepage = 0
-        self.fh_old = 0
-        self.lock_owner = 0
+        super().__init__(flags=flags)
 
     def __repr__(self) -> str:
-        return (f"RawFileInfo(flags={self.flags:#o}, fh={self.fh}, direct_io={self.direct_io}, "
-                f"keep_cache={self.keep_cache})")
+        return (f"fuse_file_info(flags={self.flags:#o}, fh={self.fh}, "
+                f"direct_io={self.direct_io}, keep_cache={self.keep_cache})")
 
 
 def _ns(value: Any) -> int:

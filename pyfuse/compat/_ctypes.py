@@ -85,8 +85,7 @@ class fuse_context(ctypes.Structure):  # noqa: N801
 
 class fuse_file_info_struct(ctypes.Structure):  # noqa: N801
     """libfuse 3's ``struct fuse_file_info`` as a ctypes structure (pyfuse.compat's
-    ``fuse_file_info``, what raw_fi filesystems get, is a Python object with the same
-    fields)."""
+    ``fuse_file_info``, what raw_fi filesystems get, is its subclass ``RawFileInfo``)."""
 
     _fields_ = [("flags", ctypes.c_int), ("writepage", ctypes.c_uint, 1),
                 ("direct_io", ctypes.c_uint, 1), ("keep_cache", ctypes.c_uint, 1),
@@ -162,11 +161,25 @@ _OPERATIONS = ["getattr", "readlink", "getdir", "mknod", "mkdir", "unlink", "rmd
                "fallocate"]
 
 
+_OPERATIONS_3 = ["getattr", "readlink", "mknod", "mkdir", "unlink", "rmdir", "symlink", "rename",
+                 "link", "chmod", "chown", "truncate", "open", "read", "write", "statfs",
+                 "flush", "release", "fsync", "setxattr", "getxattr", "listxattr",
+                 "removexattr", "opendir", "readdir", "releasedir", "fsyncdir", "init",
+                 "destroy", "access", "create", "lock", "utimens", "bmap", "ioctl", "poll",
+                 "write_buf", "read_buf", "flock", "fallocate", "copy_file_range", "lseek"]
+
+
 class fuse_operations(ctypes.Structure):  # noqa: N801
-    """The names of libfuse's operations, as fusepy's structure has them (``_fields_``);
+    """The names of libfuse 2's operations, as fusepy's structure has them (``_fields_``);
     pyfuse registers a filesystem's methods with its own shim, never through this table."""
 
     _fields_ = [(name, ctypes.c_void_p) for name in _OPERATIONS]
+
+
+class fuse3_operations(ctypes.Structure):  # noqa: N801
+    """libfuse 3's ``struct fuse_operations`` (mfusepy's on libfuse 3, with its layout)."""
+
+    _fields_ = [(name, ctypes.c_void_p) for name in _OPERATIONS_3]
 
 
 #: mfusepy's logger of the calls LoggingMixIn and log_callback log.

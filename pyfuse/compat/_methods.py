@@ -9,6 +9,7 @@ import time
 from typing import Any, Optional
 
 from .._core.readdir import Converted
+from .._pyfuse_c import ffi
 from ..errors import FuseError
 from ..types import Attr, FileInfo, StatVFS
 from ._convert import TYPE_ONLY, RawFileInfo, check, times_of, to_attr, to_statvfs
@@ -133,6 +134,9 @@ def _truncate(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: 
     return truncate
 
 
+_NS = 1_000_000_000
+
+
 def _utimens(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: bool,
              decode: Any) -> Any:
     fn = calls[name]
@@ -152,7 +156,9 @@ def _utimens(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: b
                 atime_ns = cur[0]
             if mtime_ns is None:
                 mtime_ns = cur[1]
-        times: Any = (atime_ns, mtime_ns) if use_ns else (atime_ns / 1e9, mtime_ns / 1e9)
+        # fusepy's float: tv_sec + tv_nsec / 1e9 (ns / 1e9 rounds differently)
+        times: Any = (atime_ns, mtime_ns) if use_ns else (
+            atime_ns // _NS + atime_ns % _NS / 1e9, mtime_ns // _NS + mtime_ns % _NS / 1e9)
         check(fn(p, times))
     return utimens
 
@@ -263,8 +269,8 @@ def _getxattr(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: 
         r = fn(decode(path) if decode else path, xname)
         if type(r) is int:
             check(r)
-        if isinstance(r, str):
-            r = r.encode()
+        if isinstance(r, str):  # fusepy's ctypes.create_string_buffer refuses it: EINVAL
+            raise TypeError(f"getxattr must return bytes, not str ({r!r:.40})")
         return bytes(r)
     return getxattr
 
@@ -345,10 +351,13 @@ def _ioctl(calls: dict[str, Any], name: str, raw_fi: bool, use_ns: bool, wo: boo
            decode: Any) -> Any:
     fn = calls[name]
 
-    def ioctl(self: Any, path: str, cmd: int, arg: int, fh: int, flags: int,
-              data: Optional[bytes], out_size: int) -> Any:
-        r = fn(decode(path) if decode else path, cmd, arg,
-               self._fi(fh) if raw_fi else fh, flags, data)
+    def ioctl(self: Any, path: str, cmd: int, arg: int, fh: int, flags: int, data: Any,
+              out_size: int) -> Any:
+        # as fusepy's c_void_p arguments: the addresses as ints, None for NULL; the handler
+        # reads its input from data and writes its output there (libfuse replies that buffer)
+        r = fn(decode(path) if decode else path, cmd, arg or None,
+               self._fi(fh) if raw_fi else fh, flags,
+               int(ffi.cast("uintptr_t", data)) or None)
         check(r)
         return r
     return ioctl

@@ -35,7 +35,6 @@ from . import (
     fuse_exit,
     fuse_file_info,
     fuse_get_context,
-    fuse_operations,
     fuse_version_major,
     fuse_version_minor,
     get_fuse_version,
@@ -72,6 +71,7 @@ from ._ctypes import (
     fuse_main_real,
     fuse_pollhandle_p,
 )
+from ._ctypes import fuse3_operations as fuse_operations
 
 __all__ = [
     "FUSE", "Operations", "LoggingMixIn", "FuseOSError", "fuse_get_context", "fuse_exit",

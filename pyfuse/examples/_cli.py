@@ -11,17 +11,21 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pyfuse
 
 
-def parse(description: str, argv: Optional[Sequence[str]], source: bool = False
+def parse(description: str, argv: Optional[Sequence[str]], source: bool = False,
+          add: Optional[Callable[[argparse.ArgumentParser], None]] = None
           ) -> tuple[argparse.Namespace, dict[str, Any]]:
-    """Parse the arguments; returns (namespace, keyword arguments for pyfuse.run)."""
+    """Parse the arguments; returns (namespace, keyword arguments for pyfuse.run). ``add``
+    adds an example's own arguments (its positional ones come before the mount point)."""
     p = argparse.ArgumentParser(description=description)
     if source:
         p.add_argument("source", help="directory to mirror")
+    if add is not None:
+        add(p)
     p.add_argument("mountpoint", help="empty directory to mount on")
     p.add_argument("--debug", action="store_true", help="log every request (libfuse -d)")
     p.add_argument("--single", action="store_true", help="serve with one thread")

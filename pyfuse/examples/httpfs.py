@@ -1,13 +1,18 @@
 """A networked filesystem on the inode API, served inside its own asyncio event loop: a
 directory tree published over HTTP, mounted read-only.
 
-    python -m pyfuse.examples.httpfs URL MOUNTPOINT [--poll 2] [--ttl 2] [--debug] [-o OPT]
+    python -m pyfuse.examples.httpfs URL MOUNTPOINT [--poll 2] [--ttl 2] [--cache-mb 64]
+                                     [--single] [--debug] [-o OPT]
 
 ``URL`` is a directory index as ``python -m http.server``, nginx's autoindex or Apache serve
 it: each directory's listing comes from its index page (a link with a trailing '/' is a
 subdirectory), a file's size and modification time from a HEAD request (Content-Length,
-Last-Modified), and reads are Range requests (a server that ignores Range is read whole and
-sliced). Every network handler is ``async def`` and runs on the program's own event loop
+Last-Modified), and reads are Range requests. A server that ignores Range (``python -m
+http.server`` does: it answers 200 with the whole file) is detected at the first read: from
+then on each file is downloaded whole once and kept in a cache of at most ``--cache-mb``
+MiB (least recently read first out), and a file larger than that cannot be read (EIO, with
+one log line saying why) rather than downloaded again for every read. Every network
+handler is ``async def`` and runs on the program's own event loop
 (``async with pyfuse.lowlevel.serving(...)``), next to a watcher task that fetches the
 listings the kernel holds every ``--poll`` seconds and tells the kernel what changed
 (``invalidate_entry`` for names that came or went, ``invalidate_inode`` for files whose size or
@@ -25,6 +30,7 @@ import signal
 import stat
 import sys
 import time
+from collections import OrderedDict
 from typing import Any, AsyncIterator, Optional, Sequence
 
 import pyfuse.lowlevel as ll
@@ -66,8 +72,11 @@ class HttpFS(ll.Operations):
     """The filesystem (see the module docstring). ``ttl``: seconds the kernel may cache
     names and attributes, and the age after which a listing or a HEAD is fetched again."""
 
-    def __init__(self, http: Http, ttl: float = 2.0) -> None:
+    def __init__(self, http: Http, ttl: float = 2.0, cache_bytes: int = 64 << 20) -> None:
         self.http, self.ttl = http, ttl
+        #: whether the server answers Range requests (None: not known before the first read)
+        self.ranges: Optional[bool] = None
+        self.whole = WholeFiles(http, cache_bytes)
         self.nodes: dict[int, Node] = {ll.ROOT_INO: Node(ll.ROOT_INO, "", True)}
         self.by_path: dict[str, int] = {"": ll.ROOT_INO}
         self._next_ino = ll.ROOT_INO + 1
@@ -166,14 +175,23 @@ class HttpFS(ll.Operations):
 
     async def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
         f = self._node(ino)
+        if self.ranges is False:
+            return (await self.whole.get(f))[offset:offset + size]
         r = await self.http.request("GET", f.path,
                                     {"Range": f"bytes={offset}-{offset + size - 1}"})
         if r.status == 206:
+            self.ranges = True
             return r.body[:size]
-        if r.status == 200:  # the server ignored Range
-            return r.body[offset:offset + size]
         if r.status == 416:  # past the end
             return b""
+        if r.status == 200:  # the whole file: the server ignores Range
+            if self.ranges is None:
+                log.warning("%s ignores Range requests (HTTP 200 to a ranged GET): files are "
+                            "read whole, once, and kept in a cache of %d MiB",
+                            self.http.base, self.whole.limit >> 20)
+            self.ranges = False
+            self.whole.put(f, r.body)
+            return r.body[offset:offset + size]
         raise FuseError(errno.ENOENT if r.status == 404 else errno.EIO)
 
     # -- keeping the kernel's caches true --------------------------------------------------
@@ -219,11 +237,64 @@ class HttpFS(ll.Operations):
             session.invalidate_inode(node.ino, -1)  # its attributes (mtime), not a listing
 
 
+class WholeFiles:
+    """Whole files of a server that ignores Range, kept up to ``limit`` bytes in all (the
+    least recently read go first), each for the size and mtime it was fetched with;
+    concurrent reads of a file not yet here share one download."""
+
+    def __init__(self, http: Http, limit: int) -> None:
+        self.http, self.limit = http, limit
+        self.used = 0
+        self.files: OrderedDict[int, tuple[int, int, bytes]] = OrderedDict()
+        self.pending: dict[int, asyncio.Future[bytes]] = {}
+        self.refused: set[int] = set()
+
+    def put(self, f: Node, body: bytes) -> None:
+        old = self.files.pop(f.ino, None)
+        if old is not None:
+            self.used -= len(old[2])
+        if len(body) > self.limit:
+            return
+        while self.files and self.used + len(body) > self.limit:
+            self.used -= len(self.files.popitem(last=False)[1][2])
+        self.files[f.ino] = (f.size, f.mtime_ns, body)
+        self.used += len(body)
+
+    async def get(self, f: Node) -> bytes:
+        kept = self.files.get(f.ino)
+        if kept is not None and kept[:2] == (f.size, f.mtime_ns):
+            self.files.move_to_end(f.ino)
+            return kept[2]
+        if f.size > self.limit:
+            if f.ino not in self.refused:
+                self.refused.add(f.ino)
+                log.error("%s%s: %d bytes, larger than the whole-file cache (%d MiB, "
+                          "--cache-mb) of a server that ignores Range requests: not read "
+                          "(EIO)", self.http.base, f.path, f.size, self.limit >> 20)
+            raise FuseError(errno.EIO)
+        if f.ino in self.pending:
+            return await asyncio.shield(self.pending[f.ino])
+        fut = self.pending[f.ino] = asyncio.get_running_loop().create_future()
+        try:
+            r = await self.http.request("GET", f.path)
+            if r.status != 200:
+                raise FuseError(errno.ENOENT if r.status == 404 else errno.EIO)
+            self.put(f, r.body)
+            fut.set_result(r.body)
+            return r.body
+        except BaseException as e:
+            fut.set_exception(e if isinstance(e, Exception) else FuseError(errno.EINTR))
+            fut.exception()  # retrieved: a read that nobody shares is not an error
+            raise
+        finally:
+            del self.pending[f.ino]
+
+
 async def serve(url: str, mountpoint: str, poll: float = 2.0, ttl: float = 2.0,
-                **kwargs: Any) -> None:
+                cache_mb: int = 64, **kwargs: Any) -> None:
     """Mount ``url`` at ``mountpoint`` and serve until unmounted (or cancelled)."""
     http = Http(url)
-    fs = HttpFS(http, ttl)
+    fs = HttpFS(http, ttl, cache_mb << 20)
     kwargs.setdefault("config", Config(entry_timeout=ttl, attr_timeout=ttl))
     try:
         async with ll.serving(fs, mountpoint, ro=True, fsname=url, subtype="httpfs",
@@ -240,7 +311,7 @@ async def serve(url: str, mountpoint: str, poll: float = 2.0, ttl: float = 2.0,
 
 async def _main(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     task = asyncio.ensure_future(serve(args.url, args.mountpoint, args.poll, args.ttl,
-                                       **kwargs))
+                                       args.cache_mb, **kwargs))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, task.cancel)  # unmounts
@@ -250,21 +321,22 @@ async def _main(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         pass
 
 
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", help="the directory index to mount, e.g. http://host:8000/dir/")
+    p.add_argument("--poll", type=float, default=2.0,
+                   help="seconds between checks of the server for changes (default 2)")
+    p.add_argument("--ttl", type=float, default=2.0,
+                   help="seconds names and attributes are cached (default 2)")
+    p.add_argument("--cache-mb", type=int, default=64,
+                   help="MiB of whole files kept for a server that ignores Range requests "
+                        "(default 64)")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from ._cli import parse
 
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--poll", type=float, default=2.0,
-                   help="seconds between checks of the server for changes")
-    p.add_argument("--ttl", type=float, default=2.0,
-                   help="seconds names and attributes are cached")
-    own, rest = p.parse_known_args(argv)
-    if not rest:
-        rest = ["--help"]
-    url = rest.pop(0) if not rest[0].startswith("-") else ""
-    args, kwargs = parse("Mount a directory tree served over HTTP (URL of its index), "
-                         "read-only (--poll, --ttl: seconds).", rest)
-    args.url, args.poll, args.ttl = url, own.poll, own.ttl
+    args, kwargs = parse("Mount a directory tree served over HTTP (the URL of its index "
+                         "page), read-only.", argv, add=_arguments)
     try:
         asyncio.run(_main(args, kwargs))
     except (OSError, RuntimeError, ValueError) as e:

@@ -10,6 +10,14 @@ the real file's descriptor as an ``fd_backed`` :class:`pyfuse.FileInfo`, so READ
 served by the C shim from it (``pread`` into the reply, or ``splice(2)`` where it can, see
 ``CONFIG``) without a call into Python. (:class:`pyfuse.FdRange` and ``write_fd`` are the
 per-request form of the same, for filesystems that decide request by request.)
+
+A limit of the path API: libfuse rebuilds each request's path from the mount's root, so a
+path that a client names relative to a directory deep in the mount (``cd deep; mkdir
+<4,000 bytes>``) reaches this filesystem as a path longer than PATH_MAX (4,096 bytes), and the
+call below fails with ENAMETOOLONG where ext4 succeeds (pjdfstest run from a subdirectory of
+the mount: its PATH_MAX cases). From the mount's root every path within PATH_MAX works. A
+filesystem that must serve any depth is written on the inode API (``pyfuse.lowlevel``), whose
+requests carry a parent inode and one name.
 """
 from __future__ import annotations
 

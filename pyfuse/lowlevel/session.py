@@ -150,7 +150,8 @@ class Session(BaseSession):
 
     # -- the base's hooks ------------------------------------------------------------------
     def _new_c(self, argc: int, argv: Any) -> Any:
-        return lib.pyfuse_new(self._handle, argc, argv, self._opmask, config_to_c(self.config),
+        return lib.pyfuse_new(self._handle, argc, argv, self._opmask,
+                              config_to_c(self.config, self._dup_names),
                               self._stats_c(), 1)
 
     def _where(self, op: str, where: Any) -> str:

@@ -237,7 +237,8 @@ class Operations:
 
 _session: Optional[ll.Session] = None
 #: libfuse 2 options libfuse 3 always behaves as (dropped), and the splice ones (Config's).
-_DROPPED = {"big_writes", "nonempty", "atomic_o_trunc"}
+#: Those that name a Config field (atomic_o_trunc, auto_inval_data, async_dio...) set it.
+_DROPPED = {"big_writes", "nonempty"}
 _SPLICE = {"splice_read": ("splice_read", True), "no_splice_read": ("splice_read", False),
            "splice_write": ("splice_write", True), "no_splice_write": ("splice_write", False),
            "splice_move": ("splice_move", True), "no_splice_move": ("splice_move", False)}
@@ -269,8 +270,11 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
             kw[key] = value
         else:
             kw["options"][key] = value if eq else True
-    config = Config(entry_timeout=300, attr_timeout=300, readdirplus="off", **splice)
+    # libfuse 2's connection (llfuse's): O_TRUNC as a truncate (setattr) after the open...
+    config = Config(entry_timeout=300, attr_timeout=300, readdirplus="off",
+                    **{**Config.FUSE2, **splice})
     session = ll.Session(adapt(ops, lock), mountpoint, config=config, **kw)
+    session._dup_names = True  # llfuse hands the kernel a listing as it is
     session.mount()
     _session = session
 

@@ -96,9 +96,11 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     # lookup, which the filesystem's forget gets back)
     config = Config(entry_timeout=300, attr_timeout=300, readdirplus="always",
                     writeback_cache=bool(getattr(ops, "enable_writeback_cache", False)),
-                    posix_acl=bool(getattr(ops, "enable_acl", False)))
+                    posix_acl=bool(getattr(ops, "enable_acl", False)),
+                    export_support=True if getattr(ops, "supports_dot_lookup", True) else None)
     session = ll.Session(adapt(ops), mountpoint, threads=False, signals=False, config=config,
                          **kw)
+    session._dup_names = True  # pyfuse3 hands the kernel a listing as it is
     session.mount()
     _session, _ops = session, ops
 
