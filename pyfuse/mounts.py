@@ -115,6 +115,29 @@ def abort(mountpoint: str) -> bool:
     return True
 
 
+#: Where the bundled libfuse looks for fusermount3 first (its FUSERMOUNT_DIR), then PATH.
+FUSERMOUNT = "/usr/bin/fusermount3"
+FUSE_DEVICE = "/dev/fuse"
+
+
+def _runtime_missing() -> Optional[str]:
+    """What this machine lacks to mount a FUSE filesystem (one line naming it and how to get
+    it), or None. libfuse itself comes with pyfuse (the wheel bundles it); the kernel's device
+    and, for users who are not root, the setuid fusermount3 are the system's."""
+    if not os.path.exists(FUSE_DEVICE):
+        return (f"{FUSE_DEVICE} does not exist: load the kernel's fuse module (modprobe fuse), "
+                "or in a container pass the device (docker run --device /dev/fuse "
+                "--cap-add SYS_ADMIN)")
+    if not os.access(FUSE_DEVICE, os.R_OK | os.W_OK):
+        return (f"{FUSE_DEVICE} cannot be opened for reading and writing by this user "
+                f"(uid {os.geteuid()}): it is normally mode 0666 (chmod 0666 {FUSE_DEVICE})")
+    if os.geteuid() != 0 and not os.access(FUSERMOUNT, os.X_OK) \
+            and shutil.which("fusermount3") is None:
+        return ("mounting as a user who is not root needs fusermount3, which is not installed "
+                "(Debian/Ubuntu: apt-get install fuse3; Fedora: dnf install fuse3)")
+    return None
+
+
 def _clean_stale(mnt: str) -> None:
     """A daemon that died without unmounting leaves a mount whose every access fails with
     ENOTCONN; detach it so the new mount can take its place."""

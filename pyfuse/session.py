@@ -96,7 +96,10 @@ class Session(BaseSession):
 def run(ops: Operations, mountpoint: str, foreground: bool = True, **kwargs: Any) -> None:
     """Mount ``ops`` at ``mountpoint`` and serve until it is unmounted (``fusermount3 -u``,
     ``umount``) or, when called from the main thread, SIGINT/SIGTERM/SIGHUP arrives; then
-    unmount and return.
+    unmount and return. After a signal the requests in progress are answered first (one log
+    line says which, if any runs on); a second signal ends it at once (docs/mounting.md,
+    "Signals"). A missing mount point raises FileNotFoundError, a missing /dev/fuse or (for a
+    user who is not root) fusermount3 an OSError that names it, an unknown option ValueError.
 
     Keyword arguments: ``threads=True`` (libfuse's multi-threaded loop: idle workers wait for
     requests together and take them in turn, a worker is added when none is idle, up to

@@ -66,19 +66,32 @@ def test_wheel_contents_and_tags(dist):
         assert needed in names, needed
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.endswith((".c", ".h")) for n in names)  # the cdef is compiled in
-    py = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    # one wheel for every CPython from 3.9: the stable ABI (make wheel then repairs it into a
+    # manylinux wheel with libfuse bundled)
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     tags = [line.split(": ", 1)[1] for line in info.splitlines() if line.startswith("Tag: ")]
-    assert tags == [f"{py}-{py}-{plat}"], (tags, platform.machine())
+    assert tags == [f"cp39-abi3-{plat}"], (tags, platform.machine())
+    assert any(n == "pyfuse/_pyfuse_c.abi3.so" for n in names)
     m = email.parser.Parser().parsestr(meta)
     assert m["Version"] == pyfuse.__version__
     assert m["License-Expression"] == "MIT"
+    # the license of what the binary wheel bundles (libfuse 3's library)
+    assert m.get_all("License-File") == ["LICENSE", "licenses/libfuse3-LGPL-2.1.txt"]
+    assert "3.13" in " ".join(m.get_all("Classifier"))
+    assert "inode API" in m["Summary"] and "high-level" not in m["Summary"]
     extras = m.get_all("Provides-Extra")
     assert {"test", "dev"} <= set(extras)
     requires = " ".join(m.get_all("Requires-Dist"))
     for tool in ("ruff", "mypy", "build"):  # only in dev, never in test
         assert f"{tool}; extra == \"dev\"" in requires, requires
         assert f"{tool}; extra == \"test\"" not in requires, requires
+
+
+def test_twine_check(dist):
+    """The metadata an index expects (long description renders, fields valid)."""
+    r = _run(sys.executable, "-m", "twine", "check", "--strict", dist["sdist"], dist["wheel"],
+             cwd=dist["dir"])
+    assert r.stdout.count("PASSED") == 2, r.stdout
 
 
 @pytest.fixture(scope="module")

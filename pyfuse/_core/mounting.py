@@ -22,7 +22,15 @@ from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
 from .._daemon import daemonize
 from .._pyfuse_c import ffi, lib
 from ..errors import errno_for
-from ..mounts import _abort_connection, _clean_stale, _covered, fuse_device, unmount
+from ..mounts import (
+    FUSE_DEVICE,
+    _abort_connection,
+    _clean_stale,
+    _covered,
+    _runtime_missing,
+    fuse_device,
+    unmount,
+)
 from ..types import Config
 from .dispatch import capture_log
 from .signals import loop_with_signals
@@ -213,6 +221,10 @@ class BaseSession:
     # -- life cycle ------------------------------------------------------------------------
     def mount(self) -> None:
         """Create the libfuse session and mount it (the kernel mount exists on return)."""
+        missing = _runtime_missing()
+        if missing is not None:
+            raise OSError(errno.ENODEV if FUSE_DEVICE in missing else errno.ENOENT,
+                          f"mounting at {self.mountpoint}: {missing}")
         _clean_stale(self.mountpoint)
         if not os.path.isdir(self.mountpoint):
             if not os.path.lexists(self.mountpoint):
