@@ -31,10 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 CREF = os.path.join(HERE, "build", "cref")
+CREF_LL = os.path.join(HERE, "build", "cref_ll")
 PY = sys.executable
 
 IMPLS: dict[str, list[str]] = {
     "cref": [CREF],
+    # the same tree on libfuse's low-level API, numbered as the inode API's peers number it
+    "cref-ll": [CREF_LL],
     # bench/tree.py and bench/tree_ll.py as the docs teach (Attr objects, DirEntry generators)
     "pyfuse": [PY, os.path.join(HERE, "tree.py")],
     # the binding's own cost: /big's readdir returns a prepared list of DirEntry objects
@@ -63,6 +66,9 @@ GROUPS: list[tuple[list[str], list[str]]] = [
     (["W1mt", "W5mt"], ["--nocache"]),
     (["W2", "W3n", "W3s", "walk"], []),
     (["W2st", "W3nst", "W3sst", "walkst"], ["--single"]),
+    # warm: daemons that can ask the kernel to keep their listings do (--dircache); the peers'
+    # APIs cannot, and list as they always do
+    (["W3nw", "walkw"], ["--dircache", "--longcache"]),
 ]
 # Rounds: each is one pyperf worker process per implementation and workload (pyperf's default
 # is 20 processes, --fast 10). Workloads that take seconds (the walk, the data suite) run fewer.
@@ -78,7 +84,9 @@ TARGETS: dict[str, list[tuple[str, Any]]] = {
     "W5": [("pyfuse", 1.15), ("pyfuse-ll", "pyfuse")],
     "W2": [("pyfuse", 1.20), ("pyfuse-compat", 1.5), ("pyfuse-ll", 1.20)],
     "W3s": [("pyfuse", 1.15), ("pyfuse-compat", 1.5), ("pyfuse-ll", 0.95)],
-    "walk": [("pyfuse-ll", 0.95)], "W3n": [("pyfuse-prepared", 1.5)]}
+    "walk": [("pyfuse-ll", 0.95)], "W3n": [("pyfuse-prepared", 1.5)],
+    # issue 29: within 1.2x of a C daemon with the same flags (cref-ll --dircache)
+    "W3nw": [("pyfuse-ll", "1.2 cref-ll")]}
 
 # The floor suite: the same tree with pyfuse's getattr and readdir callbacks cut down to what a
 # cffi callback costs by itself (pyfuse-cffi) and to the filesystem's own code with free
@@ -120,6 +128,8 @@ def build_cref() -> None:
                            capture_output=True, text=True).stdout.split()
     subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", CREF,
                     os.path.join(HERE, "cref.c"), *flags], check=True)
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", CREF_LL,
+                    os.path.join(HERE, "cref_ll.c"), *flags], check=True)
     if os.path.exists(PASSTHROUGH_C):
         subprocess.run(["cc", "-O2", "-o", CPASS, PASSTHROUGH_C,
                         "-I" + os.path.dirname(PASSTHROUGH_C), *flags], check=True)
@@ -303,13 +313,28 @@ def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any],
                 continue
             v = m.get(who, {}).get(w)
             label = f"{limit:.2f}x" if isinstance(limit, float) else limit
-            if isinstance(limit, str):  # no slower than that implementation
-                limit = m.get(limit, {}).get(w, 0) / ref[w] if w in ref else 0
+            if isinstance(limit, str):  # "[factor ]impl": no slower than (factor times) impl
+                factor, _, other = limit.rpartition(" ")
+                limit = float(factor or 1) * m.get(other, {}).get(w, 0) / ref[w] \
+                    if w in ref else 0
             met = "" if v is None or w not in ref or not limit else \
                 (" met" if v / ref[w] <= limit else " missed")
             targets.append(f"{who} <= {label}{met}")
         target = "; ".join(targets)
         lines.append(f"| {w} | " + " | ".join(cells) + f" | {target} |")
+    requests = summary.get("_requests", {})
+    if requests:
+        lines += ["", "Requests the kernel sent for one iteration of each workload (after one to "
+                  "warm up), from libfuse's own request trace (`python bench/requests.py`, run "
+                  "by the same command; walk: also per directory, of 4,161):", ""]
+        lines += _header(impls, "")
+        for w in workloads:
+            row = []
+            for impl in impls:
+                n = requests.get(f"{impl}|{w}", "")
+                row.append(f"{n} ({n / 4161:.1f}/dir)" if isinstance(n, int) and
+                           w.startswith("walk") else str(n))
+            lines.append(f"| {w} | " + " | ".join(row) + " | |")
     lines += ["", "Daemon RSS (MiB) after the big listings:", "",
               "| after | " + " | ".join(impls) + " |", "|---" * (len(impls) + 1) + "|"]
     for k in ("W3s", "walk", "W3sst", "walkst"):
@@ -505,6 +530,9 @@ def main() -> None:
                 run_tree_group(impls, fast, flags, rounds, pyperf_args, summary)
             if slow:
                 run_tree_group(impls, slow, flags, max(rounds // 4, 2), pyperf_args, summary)
+        from bench.requests import measure  # what each iteration asks of the daemon
+        counted = measure(impls, [w for ws, _ in GROUPS for w in ws if not only or w in only])
+        summary["_requests"] = {f"{i}|{w}": n for (i, w), n in counted.items()}
         save(summary_path, summary)
     if "data" in suites:
         impls, data = start(DATA_IMPLS, "data-", data_path)

@@ -1,7 +1,7 @@
 /* The C reference for the benchmarks: the synthetic tree of bench/model.py on libfuse 3's
  * high-level API, with readdirplus in offset mode (the physical limit for pyfuse's design).
  *
- *   cref MOUNTPOINT [--single] [--nocache] [--longcache]
+ *   cref MOUNTPOINT [--single] [--nocache] [--longcache] [--dircache]
  *
  * Tree: see bench/model.py (/small, /big, /w2, /src); every file is 0644 and 1 byte long. Built by bench/__main__.py with: cc -O2 cref.c $(pkg-config --cflags
  * --libs fuse3). */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 static int nocache, longcache;  /* every timeout 0, or 3600 s (bench/callgrind.py) */
+static int dircache; /* opendir asks for the kernel's listing cache (libfuse >= 3.16 passes it) */
 
 /* i for name == prefix followed by exactly `width` digits with value i < n, else -1 */
 static long name_index(const char *name, size_t len, char prefix, size_t width, long n)
@@ -138,6 +139,16 @@ static int ref_getattr(const char *path, struct stat *st, struct fuse_file_info 
     return 0;
 }
 
+static int ref_opendir(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    if (dircache) { /* dropped by libfuse's high-level API before 3.16 (libfuse #821) */
+        fi->keep_cache = 1;
+        fi->cache_readdir = 1;
+    }
+    return 0;
+}
+
 static int ref_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                        struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -184,18 +195,20 @@ static int ref_read(const char *path, char *buf, size_t size, off_t off, struct 
 }
 
 static const struct fuse_operations ops = {
-    .init = ref_init, .getattr = ref_getattr, .readdir = ref_readdir,
+    .init = ref_init, .getattr = ref_getattr, .readdir = ref_readdir, .opendir = ref_opendir,
     .open = ref_open, .read = ref_read,
 };
 
 int main(int argc, char *argv[])
 {
-    char *fargv[] = { argv[0], "-o", "fsname=cref", NULL };
-    struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     const char *mnt = NULL;
     int single = 0, res;
     struct fuse *f;
 
+    if (fuse_opt_add_arg(&args, argv[0]) != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
+        fuse_opt_add_arg(&args, "fsname=cref") != 0)
+        return 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--single") == 0)
             single = 1;
@@ -203,6 +216,10 @@ int main(int argc, char *argv[])
             nocache = 1;
         else if (strcmp(argv[i], "--longcache") == 0)
             longcache = 1;
+        else if (strcmp(argv[i], "--dircache") == 0)
+            dircache = 1;
+        else if (strcmp(argv[i], "--debug") == 0)
+            fuse_opt_add_arg(&args, "-d");
         else
             mnt = argv[i];
     }

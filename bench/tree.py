@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import sys
 
@@ -69,6 +70,11 @@ class Tree(pyfuse.Operations):
         return b"x"[offset:offset + size]
 
 
+def _cached_opendir(self: Tree, path: str) -> pyfuse.FileInfo:
+    """--dircache: the kernel keeps what it lists (docs/caching.md)."""
+    return pyfuse.FileInfo(0, keep_cache=True, cache_readdir=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("mountpoint")
@@ -80,13 +86,20 @@ def main() -> None:
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     p.add_argument("--clone-fd", action="store_true", help="clone_fd=True")
     p.add_argument("--sticky", action="store_true", help="pyfuse's own loop (sticky=True)")
+    p.add_argument("--debug", action="store_true", help="libfuse's request trace, on stderr")
+    p.add_argument("--dircache", action="store_true",
+                   help="opendir returns FileInfo(cache_readdir, keep_cache)")
     a = p.parse_args()
+    if a.dircache:
+        Tree.opendir = _cached_opendir  # type: ignore[method-assign]
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config(entry_timeout=3600, attr_timeout=3600) if a.longcache \
         else pyfuse.Config()
+    if a.debug:
+        logging.basicConfig(level=logging.DEBUG)
     pyfuse.run(Tree(a.prepared, a.tuned), a.mountpoint, threads=not a.single, config=cfg,
                fsname="pyfuse-tree", stats=a.stats, clone_fd=a.clone_fd,
-               sticky=a.sticky)
+               sticky=a.sticky, debug=a.debug)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,16 @@ those objects, ``readdir`` a generator of ``DirEntry(name, attr, offset)`` with 
 attribute template per kind, as ``(name, attr, offset, ino)`` tuples. --prepared (with
 --tuned): /big's listing is built once, so that W3 shows the binding's own per-entry cost.
 --longcache: timeouts of an hour (bench/callgrind.py). --stats: serve with statistics and print
-their table on stderr at exit. Every request is synchronous (plain ``def``).
+their table on stderr at exit. Every request is synchronous (plain ``def``). There is no
+``opendir``: with --dircache (``Config(no_open=True)``) the kernel sends no OPENDIR and keeps
+the listings it read (docs/caching.md), the warm rows; without it every listing is read.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
+import logging
 import os
 import sys
 from itertools import repeat
@@ -142,13 +146,20 @@ def main() -> None:
     p.add_argument("--tuned", action="store_true", help="TunedTree, the labelled extra")
     p.add_argument("--prepared", action="store_true", help="with --tuned: /big prepared")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
+    p.add_argument("--debug", action="store_true", help="libfuse's request trace, on stderr")
+    p.add_argument("--dircache", action="store_true",
+                   help="no OPENDIR: the kernel keeps the listings (else every one is read)")
     a = p.parse_args()
     cfg = pyfuse.Config(entry_timeout=0, attr_timeout=0, negative_timeout=0) if a.nocache \
         else pyfuse.Config(entry_timeout=3600, attr_timeout=3600) if a.longcache \
         else pyfuse.Config()
+    if a.dircache:  # no opendir: then no OPENDIR at all, and listings kept by the kernel
+        cfg = dataclasses.replace(cfg, no_open=True)
     ops = TunedTree(a.prepared) if a.tuned or a.prepared else Tree()
+    if a.debug:
+        logging.basicConfig(level=logging.DEBUG)
     s = ll.Session(ops, a.mountpoint, threads=not a.single, config=cfg,
-                   fsname="pyfuse-ll-tree", stats=a.stats)
+                   fsname="pyfuse-ll-tree", stats=a.stats, debug=a.debug)
     s.mount()
     try:
         s.loop()

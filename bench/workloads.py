@@ -11,7 +11,10 @@ W3s   scandir + stat of each entry of /big
 walk  os.walk of /src (4,161 directories) + lstat of each of its 61,440 files
 
 A suffix names the daemon's loop and caching (see bench/__main__.py): W1 and W5 are run
-single-threaded, ``mt`` is the default (multi-threaded) loop, ``st`` single-threaded.
+single-threaded, ``mt`` is the default (multi-threaded) loop, ``st`` single-threaded; ``w``
+(W3nw, walkw: warm) the same listings against daemons started with --dircache --longcache,
+which ask the kernel to keep each listing it reads (docs/caching.md) and give every entry an
+hour's timeouts: the second and later ones are served by the kernel.
 
 The data workloads (--mount is then the directory to use). Files are opened with O_DIRECT and
 page-aligned buffers, so every read(2)/write(2) reaches the filesystem as requests of that size,
@@ -76,6 +79,8 @@ def walk(mnt: str) -> None:
 BASE = {"W1": w1, "W5": w5, "W2": w2, "W3n": w3n, "W3s": w3s, "walk": walk}
 WORKLOADS: dict[str, Callable[[str], None]] = {
     name + sfx: fn for name, fn in BASE.items() for sfx in ("", "mt", "st")}
+# the warm rows: the same listings again, against daemons that ask the kernel to keep them
+WORKLOADS.update({"W3nw": w3n, "walkw": walk})
 
 FILE_SIZE, CHUNK, PAGE, READS = 1 << 30, 1 << 20, 4096, 2000
 _block = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT wants

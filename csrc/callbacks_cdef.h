@@ -32,7 +32,7 @@ int pyfuse_cb_setxattr(void *h, const char *path, const char *name, const char *
 int pyfuse_cb_getxattr(void *h, const char *path, const char *name, char *value, size_t size);
 int pyfuse_cb_listxattr(void *h, const char *path, char *list, size_t size);
 int pyfuse_cb_removexattr(void *h, const char *path, const char *name);
-int pyfuse_cb_opendir(void *h, const char *path, uint64_t *fh);
+int pyfuse_cb_opendir(void *h, const char *path, struct pyfuse_dir *d);
 int pyfuse_cb_readdir(void *h, const char *path, int64_t off, struct pyfuse_dir *dir,
                       struct pyfuse_fill *fill, int plus);
 int pyfuse_cb_releasedir(void *h, const char *path, struct pyfuse_dir *dir);

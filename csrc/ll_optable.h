@@ -3,7 +3,8 @@
  * case, its Python entry point pyfuse_ll_cb_<name> in ll_callbacks_cdef.h), the struct
  * fuse_lowlevel_ops member it fills, the trampoline (lowlevel.c), and when it is filled:
  *   OWN      when the filesystem overrides the method;
- *   ALWAYS   on every mount (init applies the Config; forget keeps pyfuse's lookup counts);
+ *   ALWAYS   on every mount (init applies the Config; forget keeps pyfuse's lookup counts;
+ *            open answers for a filesystem without one: ENOSYS, see Config.no_open);
  *   DIRS     when it overrides any directory operation (the handle carries the listing);
  *   READDIR  when it overrides readdir (READDIRPLUS is served by the same method).
  * Rows READDIRPLUS and FORGET_MULTI have no method of their own (readdir and forget serve
@@ -27,7 +28,7 @@
     X(SYMLINK,         symlink,         ll_symlink,               OWN)         \
     X(RENAME,          rename,          ll_rename,                OWN)         \
     X(LINK,            link,            ll_link,                  OWN)         \
-    X(OPEN,            open,            ll_open,                  OWN)         \
+    X(OPEN,            open,            ll_open,                  ALWAYS)      \
     X(READ,            read,            ll_read,                  ALWAYS)      \
     X(WRITE,           write,           ll_write,                 ALWAYS)      \
     X(FLUSH,           flush,           ll_flush,                 OWN)         \

@@ -221,6 +221,7 @@ static void open_of(struct fuse_file_info *fi, uint64_t fh, int bits)
     fi->direct_io = (bits & PYFUSE_OPEN_DIRECT_IO) != 0;
     fi->keep_cache = (bits & PYFUSE_OPEN_KEEP_CACHE) != 0;
     fi->nonseekable = (bits & PYFUSE_OPEN_NONSEEKABLE) != 0;
+    fi->cache_readdir = (bits & PYFUSE_OPEN_CACHE_DIR) != 0;
 }
 
 int pyfuse_ll_reply_create(void *req, const char *attr, uint64_t generation,

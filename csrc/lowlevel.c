@@ -50,6 +50,15 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
     struct pyfuse_session *s = userdata;
 
     pyfuse_apply_conn(conn, &s->cfg);
+    pyfuse_io_expect_init(s, conn);
+    /* no OPEN (OPENDIR) at all for a filesystem that has no open (no opendir or releasedir):
+     * the kernel takes ENOSYS for success from then on, and keeps the pages (the listings) of
+     * such files (directories) cached: FOPEN_KEEP_CACHE (| FOPEN_CACHE_DIR) */
+    s->no_open = s->cfg.no_open && !PYFUSE_HAS(s, PYFUSE_LL_OP_OPEN) &&
+                 (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+    s->no_opendir = s->cfg.no_open && !PYFUSE_HAS(s, PYFUSE_LL_OP_OPENDIR) &&
+                    !PYFUSE_HAS(s, PYFUSE_LL_OP_RELEASEDIR) &&
+                    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
     if (PYFUSE_HAS(s, PYFUSE_LL_OP_INIT))
         pyfuse_ll_cb_init(s->handle); /* a failing init() is logged by Python */
 }
@@ -192,6 +201,17 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct pyfuse_session *s = pyfuse_ll_of(req);
+
+    if (!PYFUSE_HAS(s, PYFUSE_LL_OP_OPEN)) { /* no open(): not asked again, or as libfuse */
+        if (s->no_open) {
+            fuse_reply_err(req, ENOSYS);
+        } else {
+            fi->fh = 0;
+            fuse_reply_open(req, fi);
+        }
+        return;
+    }
     done(req, CB(req, OPEN, pyfuse_ll_cb_open, ino, fi->flags));
 }
 
@@ -250,9 +270,14 @@ static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
 
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct pyfuse_dir *d = calloc(1, sizeof *d); /* one per opendir, never per entry */
+    struct pyfuse_dir *d;
     int res;
 
+    if (pyfuse_ll_of(req)->no_opendir) { /* READDIR then comes without a handle */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    d = calloc(1, sizeof *d); /* one per opendir, never per entry */
     if (d == NULL) {
         fuse_reply_err(req, ENOMEM);
         return;
@@ -275,7 +300,7 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     int res;
 
     /* A listing that already ended at this offset: EOF without Python (as readdir.c). */
-    if (d->eof_off > 0 && off == d->eof_off) {
+    if (d != NULL && d->eof_off > 0 && off == d->eof_off) {
         fuse_reply_buf(req, NULL, 0);
         return;
     }
@@ -283,6 +308,16 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (f == NULL) {
         fuse_reply_err(req, ENOMEM);
         return;
+    }
+    if (d == NULL) { /* no OPENDIR (no-opendir mode): this request's own state */
+        d = calloc(1, sizeof *d);
+        if (d == NULL) {
+            pyfuse_ll_fail_dir(f, ENOMEM);
+            return;
+        }
+        d->eof_off = -1;
+        d->handleless = 1;
+        pyfuse_ll_fill_own_dir(f, d); /* freed with the reply, whenever it is sent */
     }
     res = CB_OP(req, plus ? PYFUSE_LL_OP_READDIRPLUS : PYFUSE_LL_OP_READDIR, pyfuse_ll_cb_readdir,
                 ino, off, d, f, plus);
@@ -319,7 +354,9 @@ static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    done(req, CB(req, FSYNCDIR, pyfuse_ll_cb_fsyncdir, ino, datasync, dir_of(fi)->fh));
+    struct pyfuse_dir *d = dir_of(fi); /* NULL without OPENDIR */
+
+    done(req, CB(req, FSYNCDIR, pyfuse_ll_cb_fsyncdir, ino, datasync, d != NULL ? d->fh : 0));
 }
 
 static void ll_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -76,6 +76,8 @@ void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *
     want(conn, FUSE_CAP_HANDLE_KILLPRIV, c->handle_killpriv);
     want(conn, FUSE_CAP_IOCTL_DIR, c->ioctl_dir);
     want(conn, FUSE_CAP_EXPORT_SUPPORT, c->export_support);
+    if (c->cache_symlinks)
+        want(conn, FUSE_CAP_CACHE_SYMLINKS, 1);
 }
 
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -84,6 +86,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     const struct pyfuse_config *c = &s->cfg;
 
     pyfuse_apply_conn(conn, c);
+    pyfuse_io_expect_init(s, conn);
     cfg->entry_timeout = c->entry_timeout;
     cfg->attr_timeout = c->attr_timeout;
     cfg->negative_timeout = c->negative_timeout;

@@ -50,6 +50,9 @@ struct pyfuse_session {
     int intr_handler;      /* this session holds a use of the SIGUSR1 handler (Config.intr) */
     struct fuse_buf pump_buf; /* pyfuse_pump's request buffer (libfuse allocates it on the
                                * first read; freed with the session) */
+    /* the inode API, set at INIT: OPEN/OPENDIR of a filesystem without open/opendir are
+     * answered ENOSYS (Config.no_open, where the kernel offers it): it sends no more */
+    int no_open, no_opendir;
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
@@ -113,6 +116,16 @@ extern __thread int pyfuse_in_callback;
     })
 /* The same for the path API's operation OP (PYFUSE_OP_<OP>). */
 #define PYFUSE_CALL(sess, OP, fn, ...) PYFUSE_CALL_OP(sess, PYFUSE_OP_##OP, fn, __VA_ARGS__)
+
+/* io.c: the shim's own I/O on /dev/fuse (installed once mounted; -ENOSYS before libfuse 3.14),
+ * and the corrections it makes to the next reply this thread sends: INIT (parallel_dirops,
+ * handle_killpriv as the Config says) and the path API's OPENDIR (keep_cache, cache_readdir). */
+int pyfuse_io_install(struct fuse_session *se);
+void pyfuse_io_expect_init(const struct pyfuse_session *s, const struct fuse_conn_info *conn);
+void pyfuse_io_expect_opendir(int bits);
+
+/* readdir.c: a handleless request's directory state, freed with the fill's reply */
+void pyfuse_ll_fill_own_dir(struct pyfuse_fill *f, struct pyfuse_dir *d);
 
 /* lowlevel.c: the inode API's table for this mask of operations */
 void pyfuse_ll_fill_ops(struct fuse_lowlevel_ops *ops, uint64_t opmask);

@@ -86,6 +86,9 @@ struct pyfuse_dir {
     uint64_t key;        /* Python-side stream state (0: none kept) */
     int64_t eof_off;     /* offset at which the listing ended (> 0), or -1 */
     int mode;            /* enum pyfuse_dir_mode */
+    int open_bits;       /* out of opendir: PYFUSE_OPEN_KEEP_CACHE, PYFUSE_OPEN_CACHE_DIR */
+    int handleless;      /* 1: one request's, made for a READDIR without OPENDIR (the inode
+                          * API's no-opendir mode), freed with its reply */
 };
 
 /* One READDIR/READDIRPLUS request in progress: what the batch filler needs. Opaque to Python. */
@@ -126,6 +129,9 @@ struct pyfuse_config {
     /* not a Config field: 1 lets a listing repeat a name (the foreign faces, whose originals
      * pass such listings to the kernel); 0 refuses it (-EEXIST) */
     int dup_names;
+    int cache_symlinks; /* 1: the kernel caches symlink targets (FUSE_CAP_CACHE_SYMLINKS) */
+    int no_open;        /* 1: the inode API answers OPEN/OPENDIR of a filesystem without
+                         * open/opendir with ENOSYS, so the kernel stops sending them */
 };
 
 typedef struct pyfuse_session pyfuse_session;
@@ -239,7 +245,7 @@ struct pyfuse_forget {
 
 /* Bits of the open flags a reply carries (FileInfo). */
 enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEEKABLE = 4,
-       PYFUSE_OPEN_FD_BACKED = 8 };
+       PYFUSE_OPEN_FD_BACKED = 8, PYFUSE_OPEN_CACHE_DIR = 16 };
 
 /* setattr's to_set bits: libfuse's FUSE_SET_ATTR_* (build_ffi.py adds them to the cdef). */
 

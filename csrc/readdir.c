@@ -20,6 +20,7 @@ struct pyfuse_fill {
     fuse_req_t req;
     size_t size, used;
     double entry_timeout, attr_timeout; /* of the plus entries; negative: the session's */
+    struct pyfuse_dir *own_dir; /* a handleless request's directory state, freed with it */
     char out[];
 };
 
@@ -75,12 +76,18 @@ void *pyfuse_ll_fill_req(struct pyfuse_fill *f)
     return f->req;
 }
 
+void pyfuse_ll_fill_own_dir(struct pyfuse_fill *f, struct pyfuse_dir *d)
+{
+    f->own_dir = d;
+}
+
 int pyfuse_ll_reply_dir(struct pyfuse_fill *f)
 {
     int res = fuse_reply_buf(f->req, f->out, f->used);
 
     if (res != 0)
         uncount(f);
+    free(f->own_dir);
     free(f);
     return res;
 }
@@ -91,6 +98,7 @@ int pyfuse_ll_fail_dir(struct pyfuse_fill *f, int err)
 
     uncount(f); /* entries already in the buffer are not sent */
     res = fuse_reply_err(f->req, err);
+    free(f->own_dir);
     free(f);
     return res;
 }
@@ -162,13 +170,20 @@ int pyfuse_op_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     d->eof_off = -1;
     if (PYFUSE_HAS(s, PYFUSE_OP_OPENDIR)) {
-        int res = PYFUSE_CALL(s, OPENDIR, pyfuse_cb_opendir, path, &d->fh);
+        int res = PYFUSE_CALL(s, OPENDIR, pyfuse_cb_opendir, path, d);
         if (res != 0) {
             free(d);
             return res;
         }
     }
     fi->fh = (uint64_t)(uintptr_t)d;
+    /* FileInfo(keep_cache, cache_readdir): libfuse's high-level API hands these on to the
+     * kernel from 3.16 (libfuse #821); before, it drops them, and io.c puts them back */
+    if (d->open_bits & PYFUSE_OPEN_KEEP_CACHE)
+        fi->keep_cache = 1;
+    if (d->open_bits & PYFUSE_OPEN_CACHE_DIR)
+        fi->cache_readdir = 1;
+    pyfuse_io_expect_opendir(d->open_bits);
     return 0;
 }
 

@@ -127,9 +127,14 @@ pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
  * inode API's session. */
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint)
 {
-    if (s->fuse == NULL)
-        return fuse_session_mount(s->se, mountpoint) == 0 ? 0 : -EIO;
-    return fuse_mount(s->fuse, mountpoint) == 0 ? 0 : -EIO;
+    int res = s->fuse == NULL ? fuse_session_mount(s->se, mountpoint)
+                              : fuse_mount(s->fuse, mountpoint);
+
+    if (res != 0)
+        return -EIO;
+    if (pyfuse_io_install(s->se) != 0) /* only before libfuse 3.14: uncorrected replies */
+        fuse_log(FUSE_LOG_DEBUG, "pyfuse: libfuse's own I/O (no fuse_session_custom_io)\n");
+    return 0;
 }
 
 /* Serve on the calling thread until the loop ends (unmount, error, or exit). */

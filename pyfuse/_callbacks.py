@@ -17,6 +17,7 @@ from ._core.convert import (
     ENC,
     STATVFS_STRUCT,
     copy_out,
+    dir_open,
     encode,
     fd_range,
     open_result,
@@ -339,11 +340,8 @@ def _removexattr(s: Any, path: Any, name: Any) -> None:
 
 
 @callback("pyfuse_cb_opendir", "opendir")
-def _opendir(s: Any, path: Any, fh: Any) -> None:
-    r = s._op_opendir(_path(path))
-    if r is not None and type(r) is not int:
-        raise BadReturn(f"opendir must return an int handle or None, not {type(r).__name__}")
-    fh[0] = r or 0
+def _opendir(s: Any, path: Any, d: Any) -> None:
+    d.open_bits = dir_open(s._op_opendir(_path(path)), d)
 
 
 @callback("pyfuse_cb_fsyncdir", "fsyncdir")

@@ -234,8 +234,11 @@ class Operations:
         raise _enosys()
 
     # -- directories ------------------------------------------------------------------------
-    def opendir(self, path: str) -> Optional[int]:
-        """Open a directory for listing; return a handle (passed as ``fh``) or ``None``."""
+    def opendir(self, path: str) -> Union[int, FileInfo, None]:
+        """Open a directory for listing; return a handle (passed as ``fh``), ``None``, or a
+        :class:`FileInfo` whose ``keep_cache`` and ``cache_readdir`` let the kernel keep the
+        listing it reads until :meth:`Session.invalidate_path` of the directory or a change
+        through the mount (docs/caching.md)."""
         raise _enosys()
 
     def readdir(self, path: str, offset: int, fh: int, plus: bool

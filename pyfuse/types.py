@@ -145,6 +145,20 @@ class Config:
     reaches the filesystem. ``export_support`` (off in both libfuses unless asked for): the
     filesystem answers lookups of ``.`` and ``..`` (the inode API), so the mount can be
     exported over NFS.
+
+    ``parallel_dirops`` is on by default: lookups and listings in one directory run
+    concurrently, as requests in different directories always do (libfuse's high-level API
+    takes its own locks; an inode-API filesystem keeps its handlers thread-safe anyway).
+    ``cache_symlinks``: the kernel keeps symlink targets it has read (``readlink`` is asked once
+    until ``invalidate_inode`` of the link). ``no_open=True`` (the inode API): a filesystem that
+    has no ``open`` gets no OPEN (nor RELEASE) requests at all, and one with neither
+    ``opendir`` nor ``releasedir`` no OPENDIR (nor RELEASEDIR): pyfuse answers the kernel's
+    first one ENOSYS, after which it sends none and keeps such files' pages and such
+    directories' listings cached (as ``keep_cache`` and ``cache_readdir``). Off by default:
+    a cached listing refreshes no attributes, so with short timeouts a listing followed by a
+    ``stat`` of each entry costs a LOOKUP per entry instead of a READDIRPLUS per ~27
+    (docs/caching.md, measured); without it pyfuse answers OPEN/OPENDIR in C. The path API
+    always has OPEN and OPENDIR (libfuse's high-level API needs them).
     """
 
     #: Fields that are None (libfuse's default), True or False: capabilities to ask for.
@@ -154,7 +168,8 @@ class Config:
     #: What libfuse 2 programs get: the capabilities libfuse 2 did not ask for, declined.
     FUSE2: ClassVar[dict[str, Any]] = {
         "atomic_o_trunc": False, "auto_inval_data": False, "async_dio": False,
-        "parallel_dirops": False, "handle_killpriv": False, "ioctl_dir": False}
+        "parallel_dirops": False, "handle_killpriv": False, "ioctl_dir": False,
+        "no_open": False}
 
     entry_timeout: float = 1.0
     attr_timeout: float = 1.0
@@ -183,10 +198,12 @@ class Config:
     atomic_o_trunc: Optional[bool] = None
     auto_inval_data: Optional[bool] = None
     async_dio: Optional[bool] = None
-    parallel_dirops: Optional[bool] = None
+    parallel_dirops: Optional[bool] = True
     handle_killpriv: Optional[bool] = None
     ioctl_dir: Optional[bool] = None
     export_support: Optional[bool] = None
+    cache_symlinks: bool = False
+    no_open: bool = False
 
     def __post_init__(self) -> None:
         for name in ("entry_timeout", "attr_timeout", "negative_timeout"):
@@ -269,6 +286,13 @@ class FileInfo(NamedTuple):
     per-open flags: bypass the page cache (``direct_io``), keep cached pages from an earlier open
     (``keep_cache``), or mark the file as not seekable (``nonseekable``).
 
+    ``opendir`` may return one too: ``cache_readdir=True`` lets the kernel keep the listing it
+    reads and serve the next ``readdir`` of this open directory itself, and with
+    ``keep_cache=True`` the next opens' too, until the filesystem calls ``invalidate_inode`` of
+    the directory, the directory changes through the mount, or its mtime is seen to change
+    (docs/caching.md). On the path API this needs libfuse 3.16 or later (earlier versions'
+    high-level API drop the two flags).
+
     ``fd_backed``: ``fh`` is a file descriptor holding this file's data at the same offsets
     (a passthrough). READ and WRITE on this open file are then served from it in C (``pread``
     into the reply, or splice; ``pwrite`` or splice) and never call :meth:`Operations.read` or
@@ -280,3 +304,4 @@ class FileInfo(NamedTuple):
     keep_cache: bool = False
     nonseekable: bool = False
     fd_backed: bool = False
+    cache_readdir: bool = False

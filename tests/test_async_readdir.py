@@ -40,6 +40,11 @@ class Paged(ll.Operations):
     def getattr(self, ino: int, fh: Optional[int]) -> Attr:
         return ROOT if ino == 1 else Attr(mode=stat.S_IFREG | 0o644, ino=ino)
 
+    def opendir(self, ino: int, flags: int) -> None:
+        """Defined: each listing is an open directory, whose releasedir closes a listing
+        left half way (without it and with Config(no_open=True), no OPENDIR:
+        docs/caching.md)."""
+
     def _entry(self, i: int) -> Any:
         off = i + 1 if self.offsets else 0
         return DirEntry(f"n{i}", None, off) if self.offsets else f"n{i}"

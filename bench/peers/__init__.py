@@ -20,6 +20,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
     p.add_argument("--longcache", action="store_true")
+    # the warm rows' flag: the peers' APIs have no way to ask for the kernel's listing cache
+    p.add_argument("--dircache", action="store_true")
+    # libfuse's request trace on stderr (bench/requests.py counts the requests in it)
+    p.add_argument("--debug", action="store_true")
     return p.parse_args(argv)
 
 

@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None, module: str = "fuse") -> None:
         kw = {"entry_timeout": 0, "attr_timeout": 0, "negative_timeout": 0}
     elif args.longcache:
         kw = {"entry_timeout": 3600, "attr_timeout": 3600}
-    fuse.FUSE(Tree(), args.mountpoint, foreground=True, nothreads=args.single, **kw)
+    if args.debug:  # pyfuse.compat logs libfuse's trace on the pyfuse logger
+        import logging
+        logging.basicConfig(level=logging.DEBUG)
+    fuse.FUSE(Tree(), args.mountpoint, foreground=True, nothreads=args.single, debug=args.debug,
+              **kw)
 
 
 if __name__ == "__main__":

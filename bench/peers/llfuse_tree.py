@@ -41,7 +41,11 @@ class Tree(llfuse.Operations):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    llfuse.init(Tree(timeout(args)), args.mountpoint, ["fsname=llfuse-tree"])
+    if args.debug:  # pyfuse.compat logs libfuse's trace on the pyfuse logger
+        import logging
+        logging.basicConfig(level=logging.DEBUG)
+    llfuse.init(Tree(timeout(args)), args.mountpoint,
+                ["fsname=llfuse-tree", *(["debug"] if args.debug else [])])
     try:
         llfuse.main(workers=1 if args.single else None)
     finally:

@@ -44,8 +44,13 @@ class Tree(pyfuse3.Operations):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
+    if args.debug:  # pyfuse.compat logs libfuse's trace on the pyfuse logger
+        import logging
+        logging.basicConfig(level=logging.DEBUG)
     opts = set(pyfuse3.default_options)
     opts.add("fsname=pyfuse3-tree")
+    if args.debug:
+        opts.add("debug")
     pyfuse3.init(Tree(timeout(args)), args.mountpoint, opts)
     try:
         trio.run(pyfuse3.main, 1, 1 if args.single else 99)

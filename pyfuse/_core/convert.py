@@ -20,7 +20,8 @@ from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
 __all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "pack_attr", "pack_statvfs",
-           "config_to_c", "path", "encode", "byte_buffer", "copy_out", "open_result", "fd_range",
+           "config_to_c", "path", "encode", "byte_buffer", "copy_out", "open_result", "dir_open",
+           "fd_range",
            "sized_reply"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
@@ -152,6 +153,23 @@ def open_result(r: Any, o: Any, what: str) -> None:
     else:
         raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, "
                         f"not {type(r).__name__}")
+
+
+def dir_open(r: Any, d: Any) -> int:
+    """Set struct pyfuse_dir ``d``'s fh from what opendir returned (None, an int fh, a
+    FileInfo with keep_cache/cache_readdir); returns the open bits for the kernel."""
+    if r is None or type(r) is int:
+        d.fh = r or 0
+        return 0
+    if isinstance(r, FileInfo):
+        if type(r.fh) is not int or r.direct_io or r.nonseekable or r.fd_backed:
+            raise BadReturn(f"opendir: a directory's FileInfo may set fh (an int), keep_cache "
+                            f"and cache_readdir only, not {r!r}")
+        d.fh = r.fh
+        return ((lib.PYFUSE_OPEN_KEEP_CACHE if r.keep_cache else 0)
+                | (lib.PYFUSE_OPEN_CACHE_DIR if r.cache_readdir else 0))
+    raise BadReturn(f"opendir must return an int handle, a FileInfo or None, not "
+                    f"{type(r).__name__}")
 
 
 def fd_range(r: Any, fdr: Any, what: str) -> None:

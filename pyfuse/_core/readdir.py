@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 import types
+from collections import OrderedDict
 from itertools import islice
 from time import perf_counter_ns
 from typing import Any, Callable, NamedTuple, Optional
 
 from .._pyfuse_c import lib
 from ..errors import BadListing, BadReturn
-from .batch import FILL_ERRORS, OFFSETS, Batch, culprit
+from .batch import FILL_ERRORS, OFFSETS, UNKNOWN, Batch, culprit
 from .batch import pack as _pack
 from .dispatch import log
 
@@ -34,6 +35,9 @@ _fill_timeouts = lib.pyfuse_ll_fill_timeouts
 _Coro = types.CoroutineType
 #: What serve() returns when the answer comes later (an async readdir: see Listings.defer).
 PENDING = 1
+#: Handleless listings (the inode API without OPENDIR) kept between requests, at most: the
+#: oldest is closed when another is kept (a reader that stops half way leaves one behind).
+ORPHANS = 64
 
 
 class Converted(NamedTuple):
@@ -69,7 +73,7 @@ class DirStream:
     """
 
     __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert", "ait",
-                 "skip", "spawn", "timeouts")
+                 "skip", "spawn", "timeouts", "mode")
 
     def __init__(self, it: Any, buf: Any = ()) -> None:
         self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
@@ -88,6 +92,8 @@ class DirStream:
         self.error = 0         # errno raised after some entries, reported on the next request
         #: (entry, attr) timeouts of the readdirplus entries (a TimedBatch's); None: the Config's
         self.timeouts: Optional[tuple[float, float]] = None
+        #: the listing's offset mode, kept with a handleless listing's stream (no pyfuse_dir)
+        self.mode = UNKNOWN
 
     def close(self) -> None:
         ait, self.ait = self.ait, None
@@ -143,11 +149,17 @@ class Listings:
     inode number); it runs only when a listing starts.
     """
 
-    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer", "defer", "spawn")
+    __slots__ = ("_streams", "_keys", "_fail", "_decode", "requests", "timer", "defer", "spawn",
+                 "_orphans", "_modes")
 
     def __init__(self, fail: Callable[[BaseException, str, Any], int],
                  decode: Callable[[Any], Any]) -> None:
         self._streams: dict[int, DirStream] = {}
+        #: Listings of directories read without OPENDIR (no handle to keep their state): by
+        #: (directory, the offset that continues them), the oldest first; and each such
+        #: directory's offset mode (how a listing restarted at an offset resumes).
+        self._orphans: OrderedDict[tuple[Any, int], DirStream] = OrderedDict()
+        self._modes: OrderedDict[Any, int] = OrderedDict()
         self._keys = itertools.count(1)
         self._fail = fail
         self._decode = decode
@@ -174,9 +186,40 @@ class Listings:
 
     def close_all(self) -> None:
         """The session ended: close every stream (their generators' ``finally:`` runs)."""
-        for st in self._streams.values():
+        for st in [*self._streams.values(), *self._orphans.values()]:
             st.close()
         self._streams.clear()
+        self._orphans.clear()
+
+    def _adopt(self, arg: Any, off: int, d: Any) -> None:
+        """A handleless request (``d`` is its own): take up the listing it continues, if kept,
+        as if ``d`` had kept it; else say how this directory's listings resume."""
+        st = self._orphans.pop((arg, off), None)
+        if st is not None:
+            d.mode = st.mode
+            d.key = next(self._keys)
+            self._streams[d.key] = st
+        else:
+            d.mode = self._modes.get(arg, UNKNOWN)
+
+    def _keep(self, arg: Any, d: Any, st: DirStream) -> None:
+        """Keep ``st`` for the next request of ``d``'s listing."""
+        if not d.handleless:
+            d.key = next(self._keys)
+            self._streams[d.key] = st
+            return
+        st.mode = d.mode
+        older = self._orphans.pop((arg, st.next_off), None)
+        if older is not None:  # two readers at the same place: either continues them both
+            older.close()
+        self._orphans[(arg, st.next_off)] = st
+        if d.mode != UNKNOWN:
+            self._modes[arg] = d.mode
+            self._modes.move_to_end(arg)
+            if len(self._modes) > 4 * ORPHANS:
+                self._modes.popitem(last=False)
+        while len(self._orphans) > ORPHANS:
+            self._orphans.popitem(last=False)[1].close()
 
     def serve(self, readdir: Callable[..., Any], arg: Any, off: int, d: Any, fill: Any,
               plus: int) -> int:
@@ -186,6 +229,8 @@ class Listings:
         plus)`` is the filesystem's, called when a listing starts (or restarts after a
         seek)."""
         self.requests += 1
+        if d.handleless:
+            self._adopt(arg, off, d)
         st = self._streams.pop(d.key, None) if d.key else None
         d.key = 0
         if st is not None and st.next_off != off:
@@ -297,12 +342,14 @@ class Listings:
                         break  # the rest went out: the error surfaces on the next request
                     d.eof_off = st.pos if d.mode != OFFSETS else st.next_off
                     st.close()
+                    if d.handleless:  # the kernel's next request at the end finds it ended
+                        st.next_off = d.eof_off
+                        self._keep(arg, d, st)
                     return 0
         except BaseException as e:
             st.close()
             return self._fail(e, "readdir", arg)
-        d.key = next(self._keys)
-        self._streams[d.key] = st
+        self._keep(arg, d, st)
         return 0
 
     def _fetch(self, st: DirStream, size: int, arg: Any, off: int, d: Any, fill: Any,

@@ -16,9 +16,10 @@ handler is ``async def`` and runs on the program's own event loop
 (``async with pyfuse.lowlevel.serving(...)``), next to a watcher task that fetches the
 listings the kernel holds every ``--poll`` seconds and tells the kernel what changed
 (``invalidate_entry`` for names that came or went, ``invalidate_inode`` for files whose size or
-time changed), so readers see the server's changes although attributes are cached for
-``--ttl`` seconds. Inode numbers are this process's own: one per path, kept while the kernel
-holds a lookup of it (forget).
+time changed and for directories whose listing changed), so readers see the server's changes
+although attributes are cached for ``--ttl`` seconds and listings until they change (the
+kernel keeps each listing it reads: ``opendir`` answers ``cache_readdir``). Inode numbers are
+this process's own: one per path, kept while the kernel holds a lookup of it (forget).
 """
 from __future__ import annotations
 
@@ -149,9 +150,12 @@ class HttpFS(ll.Operations):
             if node is not None:
                 self.by_path.pop(node.path, None)
 
-    def opendir(self, ino: int, flags: int) -> None:
+    def opendir(self, ino: int, flags: int) -> FileInfo:
         if not self._node(ino).is_dir:
             raise FuseError(errno.ENOTDIR)
+        # the kernel keeps each listing it reads, across opens, until the watcher finds the
+        # directory changed and invalidates it: a listing costs the server nothing again
+        return FileInfo(keep_cache=True, cache_readdir=True)
 
     async def readdir(self, ino: int, offset: int, fh: int, plus: bool
                       ) -> AsyncIterator[DirEntry]:
@@ -234,7 +238,7 @@ class HttpFS(ll.Operations):
             session.invalidate_entry(node.ino, name)
         if set(old) != set(new):
             node.mtime_ns = time.time_ns()
-            session.invalidate_inode(node.ino, -1)  # its attributes (mtime), not a listing
+            session.invalidate_inode(node.ino)  # its attributes (mtime) and its kept listing
 
 
 class WholeFiles:

@@ -15,6 +15,11 @@ copy_file_range, SEEK_DATA/SEEK_HOLE; extended attributes; statfs. Permission ch
 kernel's (``default_permissions``). Access times are not updated by reads, as in the path
 example. Every change is made by the tree both memory examples share
 (:mod:`pyfuse.examples._memstore`); this module finds the nodes by inode number.
+
+Symbolic links' targets are cached by the kernel (``cache_symlinks``, docs/caching.md). With
+``-o no_open`` the kernel also sends no OPENDIR (there is no ``opendir``) and keeps each
+listing until the directory changes (every change comes through the mount, and the kernel
+drops the listing itself).
 """
 from __future__ import annotations
 
@@ -213,6 +218,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     args, kwargs = parse("Mount an empty in-memory read-write filesystem (inode API).", argv)
     kwargs.setdefault("default_permissions", True)
+    kwargs["options"].setdefault("cache_symlinks", True)
     return serve(MemoryLL(), args.mountpoint, session_type=ll.Session, **kwargs)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from .._core.convert import ATTR_STRUCT, byte_buffer, encode, pack_attr, pack_statvfs
+from .._core.convert import ATTR_STRUCT, byte_buffer, dir_open, encode, pack_attr, pack_statvfs
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn, FuseError
 from ..types import FdRange, FileInfo, Lock
@@ -231,10 +231,7 @@ def reply_poll(s: Any, req: Any, r: Any) -> None:
 
 
 def reply_opendir(s: Any, req: Any, r: Any, d: Any) -> None:
-    if r is not None and type(r) is not int:
-        raise BadReturn(f"opendir must return an int handle or None, not {type(r).__name__}")
-    d.fh = r or 0
-    lib.pyfuse_ll_reply_opendir(req, d, 0)
+    lib.pyfuse_ll_reply_opendir(req, d, dir_open(r, d))
 
 
 def fail_err(req: Any, err: int, *extra: Any) -> None:

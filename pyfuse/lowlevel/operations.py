@@ -243,8 +243,12 @@ class Operations:
         raise _enosys()
 
     # -- directories -----------------------------------------------------------------------
-    def opendir(self, ino: int, flags: int) -> MaybeAwaitable[Optional[int]]:
-        """Open a directory; returns a handle (int) for readdir/releasedir, or None."""
+    def opendir(self, ino: int, flags: int) -> MaybeAwaitable[Union[int, FileInfo, None]]:
+        """Open a directory; returns a handle (int) for readdir/releasedir, None, or a
+        :class:`pyfuse.FileInfo` whose ``keep_cache`` and ``cache_readdir`` let the kernel keep
+        the listing it reads (docs/caching.md). With ``Config(no_open=True)`` a filesystem
+        without ``opendir`` (and ``releasedir``) gets no OPENDIR request at all: the kernel
+        then keeps its listings, and readdir gets ``fh`` 0."""
         raise _enosys()
 
     def readdir(self, ino: int, offset: int, fh: int, plus: bool

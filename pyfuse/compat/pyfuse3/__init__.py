@@ -97,7 +97,8 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     config = Config(entry_timeout=300, attr_timeout=300, readdirplus="always",
                     writeback_cache=bool(getattr(ops, "enable_writeback_cache", False)),
                     posix_acl=bool(getattr(ops, "enable_acl", False)),
-                    export_support=True if getattr(ops, "supports_dot_lookup", True) else None)
+                    export_support=True if getattr(ops, "supports_dot_lookup", True) else None,
+                    parallel_dirops=None)  # libfuse's default, as pyfuse3's
     session = ll.Session(adapt(ops), mountpoint, threads=False, signals=False, config=config,
                          **kw)
     session._dup_names = True  # pyfuse3 hands the kernel a listing as it is
