@@ -186,6 +186,7 @@ int pyfuse_loop_start(pyfuse_session *s, int threads, int max_threads, int clone
                       int sticky);
 int pyfuse_loop_here(void);
 int pyfuse_loop_wait(int timeout_ms, int presses, int *ended);
+int pyfuse_loop_presses(void); /* the signals received so far */
 void pyfuse_loop_finish(void);
 int pyfuse_loop_abandon(void);
 /* loop.c: the requests waiting on /dev/fuse, read and served on the calling thread (an event

@@ -350,6 +350,11 @@ int pyfuse_loop_wait(int timeout_ms, int presses, int *ended)
     return sig.received ? sig.received : sig.result;
 }
 
+int pyfuse_loop_presses(void)
+{
+    return sig.presses;
+}
+
 void pyfuse_loop_finish(void)
 {
     sem_destroy(&sig.wake);

@@ -74,9 +74,10 @@ def _watch(session: BaseSession, here: bool) -> int:
                 break
             _report_waiting(session, f"still waiting after {time.monotonic() - since:.0f} s",
                             first=False)
-    if not ended[0] and here:
+    if here and lib.pyfuse_loop_presses() >= 2:  # the loop may have ended already: say it
         log.warning("%s: second signal: interrupting the request in progress "
                     "(KeyboardInterrupt)", session.mountpoint)
+    if not ended[0] and here:
         while not ended[0]:
             r = lib.pyfuse_loop_wait(_REPORT_MS, 2**31 - 1, ended)
     if ended[0]:
