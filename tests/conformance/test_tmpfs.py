@@ -15,12 +15,16 @@ from pyfuse.conformance import check_against  # noqa: E402
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", ["memory", "memory_ll", "passthrough"])
+@pytest.mark.parametrize("name", ["memory", "memory_ll", "memory_ll-no_open", "passthrough"])
 def test_matches_tmpfs(tmpfs: Any, example: Any, tmp_path: Any, name: str) -> None:
+    """memory_ll-no_open: with the kernel keeping its listings (no OPENDIR, docs/caching.md),
+    which every change through the mount must drop."""
     # tmpfs first: set up before the mount, so unmounted after it
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
-    if name in ("memory", "memory_ll"):
+    if name == "memory_ll-no_open":
+        example("memory_ll", "-o", "no_open", mountpoint=mnt)
+    elif name in ("memory", "memory_ll"):
         example(name, mountpoint=mnt)
     else:
         example("passthrough", tmpfs(), mountpoint=mnt)
