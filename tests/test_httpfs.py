@@ -152,68 +152,66 @@ class PlainHandler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
-@pytest.mark.timeout(90)
-def test_httpfs_on_a_server_that_ignores_range(tmp_path: Any, example: Any) -> None:
-    """python -m http.server answers every ranged GET with the whole file: each file is
-    downloaded once (not once per read), and one larger than --cache-mb is refused with one
-    log line instead of being downloaded again and again."""
+@pytest.fixture
+def plain_server(tmp_path: Any) -> Iterator[tuple[str, Any]]:
+    """``python -m http.server`` on 127.0.0.1 over a fresh folder: (its URL, the folder)."""
     root = tmp_path / "www"
     root.mkdir()
-    small = os.urandom(3 * 1024 * 1024 + 7)
-    (root / "small.bin").write_bytes(small)
-    (root / "large.bin").write_bytes(os.urandom(2 * 1024 * 1024 + 1))
     handler = lambda *a: PlainHandler(*a, directory=str(root))  # noqa: E731
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     PlainHandler.gets = 0
     try:
-        mnt = str(tmp_path / "mnt")
-        os.mkdir(mnt)
-        proc = example("httpfs", f"http://127.0.0.1:{srv.server_address[1]}/", "--cache-mb",
-                       "4", mountpoint=mnt)
-        assert read(os.path.join(mnt, "small.bin")) == small
-        assert PlainHandler.gets == 1  # 25+ READs of 128 KiB, one download
-        with open(os.path.join(mnt, "small.bin"), "rb") as f:
-            f.seek(1_000_003)
-            assert f.read(10) == small[1_000_003:1_000_013]
-        assert PlainHandler.gets == 1
-        # the cache holds 4 MiB: large.bin (2 MiB) evicts small.bin (3 MiB)
-        assert len(read(os.path.join(mnt, "large.bin"))) == 2 * 1024 * 1024 + 1
-        assert PlainHandler.gets == 2
-        log = open(proc.log).read()
-        assert log.count("ignores Range requests") == 1, log
+        yield f"http://127.0.0.1:{srv.server_address[1]}/", root
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+@pytest.mark.timeout(90)
+def test_httpfs_on_a_server_that_ignores_range(plain_server: Any, tmp_path: Any,
+                                               example: Any) -> None:
+    """python -m http.server answers every ranged GET with the whole file: each file is
+    downloaded once (not once per read), and one larger than --cache-mb is refused with one
+    log line instead of being downloaded again and again."""
+    url, root = plain_server
+    small = os.urandom(3 * 1024 * 1024 + 7)
+    (root / "small.bin").write_bytes(small)
+    (root / "large.bin").write_bytes(os.urandom(2 * 1024 * 1024 + 1))
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    proc = example("httpfs", url, "--cache-mb", "4", mountpoint=mnt)
+    assert read(os.path.join(mnt, "small.bin")) == small
+    assert PlainHandler.gets == 1  # 25+ READs of 128 KiB, one download
+    with open(os.path.join(mnt, "small.bin"), "rb") as f:
+        f.seek(1_000_003)
+        assert f.read(10) == small[1_000_003:1_000_013]
+    assert PlainHandler.gets == 1
+    # the cache holds 4 MiB: large.bin (2 MiB) evicts small.bin (3 MiB)
+    assert len(read(os.path.join(mnt, "large.bin"))) == 2 * 1024 * 1024 + 1
+    assert PlainHandler.gets == 2
+    log = open(proc.log).read()
+    assert log.count("ignores Range requests") == 1, log
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.expect_errors
-def test_httpfs_refuses_a_file_larger_than_its_cache(tmp_path: Any, example: Any) -> None:
-    root = tmp_path / "www"
-    root.mkdir()
+def test_httpfs_refuses_a_file_larger_than_its_cache(plain_server: Any, tmp_path: Any,
+                                                     example: Any) -> None:
+    url, root = plain_server
     (root / "a").write_bytes(b"x" * 10)
     (root / "big").write_bytes(os.urandom(3 * 1024 * 1024))
-    handler = lambda *a: PlainHandler(*a, directory=str(root))  # noqa: E731
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    PlainHandler.gets = 0
-    try:
-        mnt = str(tmp_path / "mnt")
-        os.mkdir(mnt)
-        proc = example("httpfs", f"http://127.0.0.1:{srv.server_address[1]}/", "--cache-mb",
-                       "1", mountpoint=mnt)
-        assert read(os.path.join(mnt, "a")) == b"x" * 10  # learns that Range is ignored
-        start = time.monotonic()
-        with pytest.raises(OSError) as ei:
-            read(os.path.join(mnt, "big"))
-        assert ei.value.errno == errno.EIO and time.monotonic() - start < 5
-        assert PlainHandler.gets == 1  # big was never downloaded
-        log = open(proc.log).read()
-        assert log.count("larger than the whole-file cache") == 1, log
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    proc = example("httpfs", url, "--cache-mb", "1", mountpoint=mnt)
+    assert read(os.path.join(mnt, "a")) == b"x" * 10  # learns that Range is ignored
+    start = time.monotonic()
+    with pytest.raises(OSError) as ei:
+        read(os.path.join(mnt, "big"))
+    assert ei.value.errno == errno.EIO and time.monotonic() - start < 5
+    assert PlainHandler.gets == 1  # big was never downloaded
+    log = open(proc.log).read()
+    assert log.count("larger than the whole-file cache") == 1, log
 
 
 def test_httpfs_command_line(tmp_path: Any) -> None:

@@ -27,22 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # tests/: the transcripts of test_compat
 
 from test_compat import _errno, _files_transcript, _xattr_transcript  # noqa: E402
+from test_compat_caps import _rewrite  # noqa: E402
 
 from pyfuse import testing  # noqa: E402
-
-
-def _rewrite(mnt: str) -> list[Any]:
-    """A file written, then written again through open(..., "w") (O_TRUNC), then truncated
-    with O_TRUNC alone: what a program whose open ignores O_TRUNC must still get right."""
-    p = os.path.join(mnt, "rewritten")
-    with open(p, "w") as f:
-        f.write("hello world")
-    with open(p, "w") as f:
-        f.write("hi")
-    out: list[Any] = [open(p).read()]
-    os.close(os.open(p, os.O_WRONLY | os.O_TRUNC))
-    out.append(os.stat(p).st_size)
-    return out
 
 
 def memory(mnt: str, src: str) -> list[Any]:
