@@ -88,7 +88,9 @@ ffibuilder.cdef(op_enum_cdef() + _read("pyfuse_cdef.h")
 ffibuilder.cdef('extern "Python+C" {\n' + _read("callbacks_cdef.h") + "\n"
                 + _read("ll_callbacks_cdef.h") + "\n}")
 
-extra = ["-Wall", "-Wextra", "-std=gnu11"]
+# -O2 and -DNDEBUG last on the compile line, after CPython's flags and a user's CFLAGS
+# (setuptools >= 75.7 no longer passes CPython's own -O3 -DNDEBUG: the shim stays optimised)
+extra = ["-Wall", "-Wextra", "-std=gnu11", "-O2", "-DNDEBUG"]
 if os.environ.get("PYFUSE_CFLAGS"):
     extra += os.environ["PYFUSE_CFLAGS"].split()
 ldextra = os.environ.get("PYFUSE_LDFLAGS", "").split()

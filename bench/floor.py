@@ -40,14 +40,14 @@ from bench.tree import ATTRS, Tree  # noqa: E402
 from pyfuse import _callbacks  # noqa: E402
 from pyfuse._core.convert import ATTR_STRUCT, pack_attr  # noqa: E402
 from pyfuse._core.convert import path as _path  # noqa: E402
-from pyfuse._core.dispatch import onerror  # noqa: E402
+from pyfuse._core.dispatch import SESSIONS, onerror  # noqa: E402
 from pyfuse._pyfuse_c import ffi, lib  # noqa: E402
 
 PACKED = {mode: pack_attr(a) for mode, a in ATTRS.items()}
 FILE, DIR = PACKED[model.FILE], PACKED[model.DIR]
 NAMES = "\0".join(f"f{i:05d}" for i in range(8)).encode()
 SIZE = ATTR_STRUCT.size
-_string, _memmove, _from_handle = ffi.string, ffi.memmove, ffi.from_handle
+_string, _memmove = ffi.string, ffi.memmove
 _real_readdir = _callbacks.pyfuse_cb_readdir
 
 
@@ -79,7 +79,7 @@ def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_fs(h, path, out, fh, has_fh):
         try:
-            a = _from_handle(h)._op_getattr(_path(path), fh if has_fh else None)
+            a = SESSIONS[h]._op_getattr(_path(path), fh if has_fh else None)
         except OSError as e:  # the tree's ENOENT
             return -e.errno
         _memmove(out, PACKED[a.mode], SIZE)
@@ -88,7 +88,7 @@ def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
     def readdir_fs(h, path, off, d, fill, plus):
         if off == 0 and _constant_listing(_string(path)):
-            list(_from_handle(h)._op_readdir(_path(path), 0, d.fh, bool(plus)))
+            list(SESSIONS[h]._op_readdir(_path(path), 0, d.fh, bool(plus)))
             return _fill_constant(d, fill)
         return _real_readdir(h, path, off, d, fill, plus)
 
@@ -105,22 +105,29 @@ def install_ll() -> None:
                                                     for i in range(8)}}
     by_ino = {1: packed(1, model.DIR), 2: packed(2, model.DIR),
               **{1000 + i: packed(1000 + i, model.FILE) for i in range(8)}}
-    reply_entry, reply_attr, reply_err = (lib.pyfuse_ll_reply_entry, lib.pyfuse_ll_reply_attr,
-                                          lib.pyfuse_ll_reply_err)
+    outs: dict[int, object] = {}  # the threads' out structs, as buffers
+    entry, attr = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ATTR
 
+    def buf(out: int):  # noqa: ANN202
+        b = outs.get(out)
+        if b is None:
+            b = outs[out] = ffi.buffer(ffi.cast("char *", out), ATTR_STRUCT.size)
+        return b
+
+    # the cheap crossing, as pyfuse's own callbacks: the answer copied into the thread's out
+    # struct, C replies it once the callback has returned (the session's timeouts)
     @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
-    def lookup_floor(h, req, parent, name):
+    def lookup_floor(h, req, parent, name, out):
         a = by_name.get(_string(name))
         if a is None:
-            reply_err(req, errno.ENOENT)
-        else:
-            reply_entry(req, a, 0, 0.0, 0.0)
-        return 0
+            return -errno.ENOENT
+        buf(out)[:] = a
+        return entry
 
     @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
-    def getattr_floor(h, req, ino, fh, has_fh):
-        reply_attr(req, by_ino[ino], 0.0)
-        return 0
+    def getattr_floor(h, req, ino, fh, has_fh, out):
+        buf(out)[:] = by_ino[ino]
+        return attr
 
 
 def main() -> None:

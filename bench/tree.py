@@ -5,7 +5,7 @@
 
 Written as docs/operations.md and docs/readdir.md teach: getattr returns a prebuilt ``Attr``
 (one per kind of node: the path API needs no inode numbers), readdir is a generator of
-``DirEntry(name, attr)``, handing out attributes with the names (readdirplus), like the C
+``(name, attr)``, handing out attributes with the names (readdirplus), like the C
 reference. --tuned (the labelled extra): readdir yields plain ``(name, attr)`` tuples, the
 cheapest entries to build. --prepared: /big's listing is built once, so that W3 shows the
 binding's own per-entry cost. --longcache: timeouts of an hour (bench/callgrind.py). --clone-fd:
@@ -26,17 +26,17 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pyfuse  # noqa: E402
 from bench import model  # noqa: E402
-from pyfuse import Attr, DirEntry, FuseError  # noqa: E402
+from pyfuse import Attr, FuseError  # noqa: E402
 
 ATTRS = {model.DIR: Attr(mode=model.DIR, nlink=2), model.FILE: Attr(mode=model.FILE, nlink=1,
                                                                     size=1)}
-ROOT = [".", "..", *(DirEntry(name, ATTRS[model.DIR]) for name in model.TOP)]
+ROOT = [".", "..", *((name, ATTRS[model.DIR]) for name in model.TOP)]
 
 
 class Tree(pyfuse.Operations):
     def __init__(self, prepared: bool = False, tuned: bool = False) -> None:
         fmt, n, mode = model.listing("/big")  # type: ignore[misc]
-        self.prepared = [DirEntry(fmt % i, ATTRS[mode]) for i in range(n)] if prepared else None
+        self.prepared = [(fmt % i, ATTRS[mode]) for i in range(n)] if prepared else None
         self.tuned = tuned
 
     def getattr(self, path, fh):
@@ -61,7 +61,7 @@ class Tree(pyfuse.Operations):
 
     def _entries(self, fmt, n, attr):
         for i in range(n):
-            yield DirEntry(fmt % i, attr)
+            yield fmt % i, attr
 
     def open(self, path, flags):
         return 0

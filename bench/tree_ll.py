@@ -7,7 +7,7 @@
 The default filesystem (:class:`Tree`) is written as docs/lowlevel.md teaches: an inode table
 holding one ``Attr`` per inode (made the first time the inode is handed out, and kept, as the
 llfuse and pyfuse3 peers keep their ``EntryAttributes``), ``getattr`` and ``lookup`` returning
-those objects, ``readdir`` a generator of ``DirEntry(name, attr, offset)`` with ``str`` names.
+those objects, ``readdir`` a generator of ``(name, attr, offset)`` with ``str`` names.
 
 --tuned: :class:`TunedTree`, the labelled extra: listings built by C iterators from one
 attribute template per kind, as ``(name, attr, offset, ino)`` tuples. --prepared (with
@@ -33,7 +33,7 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pyfuse  # noqa: E402
 import pyfuse.lowlevel as ll  # noqa: E402
 from bench import model  # noqa: E402
-from pyfuse import Attr, DirEntry, FuseError  # noqa: E402
+from pyfuse import Attr, FuseError  # noqa: E402
 
 
 def _attr(ino: int, mode: int) -> Attr:
@@ -106,11 +106,11 @@ class Tree(ll.Operations):
         path = model.path_of(ino)
         if path == "/":
             for k in range(offset, len(model.TOP)):  # (as the llfuse and pyfuse3 peers list it)
-                yield DirEntry(model.TOP[k], self._node(k + 2, model.DIR), k + 1)
+                yield model.TOP[k], self._node(k + 2, model.DIR), k + 1
             return
         fmt, n, mode, first, step = children(path)
         for i in range(offset, n):
-            yield DirEntry(fmt % i, self._node(first + i * step, mode), i + 1)
+            yield fmt % i, self._node(first + i * step, mode), i + 1
 
 
 class TunedTree(Tree):

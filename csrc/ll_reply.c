@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQ(r) ((fuse_req_t)(r))
+#define REQ(r) ((fuse_req_t)(uintptr_t)(r))
 
 /* ---- lookup counts ---------------------------------------------------------------------
  * Open addressing with linear probing; deletion shifts the following run back, so there are
@@ -160,18 +160,60 @@ uint64_t pyfuse_ll_forget_requests(pyfuse_session *s)
     return __atomic_load_n(&s->lookups.forget_requests, __ATOMIC_RELAXED);
 }
 
-uint64_t pyfuse_ll_req_lookups(void *req, uint64_t ino)
+uint64_t pyfuse_ll_req_lookups(pyfuse_req req, uint64_t ino)
 {
-    if (req == NULL)
-        req = pyfuse_ll_current;
-    return req != NULL ? pyfuse_ll_lookups(pyfuse_ll_of(REQ(req)), ino) : UINT64_MAX;
+    if (req == 0)
+        req = pyfuse_req_of(pyfuse_ll_current);
+    return req != 0 ? pyfuse_ll_lookups(pyfuse_ll_of(REQ(req)), ino) : UINT64_MAX;
 }
 
 /* ---- replies ---------------------------------------------------------------------------- */
 
-int pyfuse_ll_reply_err(void *req, int err)
+int pyfuse_ll_reply_err(pyfuse_req req, int err)
 {
     return fuse_reply_err(REQ(req), err);
+}
+
+int pyfuse_check_attr(const struct pyfuse_attr *a, int entry)
+{
+    if (entry && a->ino == 0)
+        return EINVAL;
+    if (a->mode > UINT32_MAX || !pyfuse_valid_type(a->mode))
+        return EBADMSG;
+    if (a->nlink > UINT32_MAX || a->uid > UINT32_MAX || a->gid > UINT32_MAX)
+        return ERANGE;
+    return 0;
+}
+
+void pyfuse_refusal(char *buf, size_t size, const struct pyfuse_attr *a, int bad,
+                       const char *what)
+{
+    if (bad == EINVAL)
+        snprintf(buf, size, "%s has inode number 0 (an inode the kernel is given must have a "
+                 "number); replied EIO", what);
+    else if (bad == EBADMSG)
+        snprintf(buf, size, "%s has mode 0o%llo, which has no valid file type (inode %llu); "
+                 "replied EIO", what, (unsigned long long)a->mode, (unsigned long long)a->ino);
+    else
+        snprintf(buf, size, "%s has nlink %llu, uid %llu, gid %llu: beyond 32 bits (inode %llu); "
+                 "replied EIO", what, (unsigned long long)a->nlink, (unsigned long long)a->uid,
+                 (unsigned long long)a->gid, (unsigned long long)a->ino);
+}
+
+int pyfuse_ll_send_entry(struct pyfuse_session *s, fuse_req_t req,
+                         const struct fuse_entry_param *e)
+{
+    int res;
+
+    /* counted before the reply: a FORGET for it may arrive the moment the kernel has it */
+    pyfuse_lookups_add(&s->lookups, e->ino, 1, 0);
+    res = fuse_reply_entry(req, e);
+    if (res != 0) { /* the kernel never got it */
+        uint64_t held;
+
+        pyfuse_lookups_drop(&s->lookups, e->ino, 1, &held);
+    }
+    return res;
 }
 
 /* Check a packed attribute and make it an entry; 0, or -errno having replied EIO. */
@@ -179,11 +221,13 @@ static int entry_of(fuse_req_t req, const char *attr, uint64_t generation, doubl
                     double at, struct fuse_entry_param *e)
 {
     struct pyfuse_attr a;
+    int bad;
 
     memcpy(&a, attr, sizeof a);
-    if (a.ino == 0 || !pyfuse_valid_type(a.mode)) {
+    bad = pyfuse_check_attr(&a, 1);
+    if (bad != 0) {
         fuse_reply_err(req, EIO);
-        return a.ino == 0 ? -EINVAL : -EBADMSG;
+        return -bad;
     }
     memset(e, 0, sizeof *e);
     e->ino = a.ino;
@@ -194,7 +238,7 @@ static int entry_of(fuse_req_t req, const char *attr, uint64_t generation, doubl
     return 0;
 }
 
-int pyfuse_ll_reply_entry(void *req, const char *attr, uint64_t generation,
+int pyfuse_ll_reply_entry(pyfuse_req req, const char *attr, uint64_t generation,
                           double entry_timeout, double attr_timeout)
 {
     struct pyfuse_session *s = pyfuse_ll_of(REQ(req));
@@ -203,15 +247,7 @@ int pyfuse_ll_reply_entry(void *req, const char *attr, uint64_t generation,
 
     if (res != 0)
         return res;
-    /* counted before the reply: a FORGET for it may arrive the moment the kernel has it */
-    pyfuse_lookups_add(&s->lookups, e.ino, 1, 0);
-    res = fuse_reply_entry(REQ(req), &e);
-    if (res != 0) { /* the kernel never got it */
-        uint64_t held;
-
-        pyfuse_lookups_drop(&s->lookups, e.ino, 1, &held);
-    }
-    return res;
+    return pyfuse_ll_send_entry(s, REQ(req), &e);
 }
 
 static void open_of(struct fuse_file_info *fi, uint64_t fh, int bits)
@@ -224,7 +260,7 @@ static void open_of(struct fuse_file_info *fi, uint64_t fh, int bits)
     fi->cache_readdir = (bits & PYFUSE_OPEN_CACHE_DIR) != 0;
 }
 
-int pyfuse_ll_reply_create(void *req, const char *attr, uint64_t generation,
+int pyfuse_ll_reply_create(pyfuse_req req, const char *attr, uint64_t generation,
                            double entry_timeout, double attr_timeout, uint64_t fh, int bits)
 {
     struct pyfuse_session *s = pyfuse_ll_of(REQ(req));
@@ -245,7 +281,7 @@ int pyfuse_ll_reply_create(void *req, const char *attr, uint64_t generation,
     return res;
 }
 
-int pyfuse_ll_fail_lookup(void *req, int err)
+int pyfuse_ll_fail_lookup(pyfuse_req req, int err)
 {
     struct pyfuse_session *s = pyfuse_ll_of(REQ(req));
 
@@ -259,21 +295,23 @@ int pyfuse_ll_fail_lookup(void *req, int err)
     return fuse_reply_err(REQ(req), err);
 }
 
-int pyfuse_ll_reply_attr(void *req, const char *attr, double attr_timeout)
+int pyfuse_ll_reply_attr(pyfuse_req req, const char *attr, double attr_timeout)
 {
     struct pyfuse_attr a;
     struct stat st;
+    int bad;
 
     memcpy(&a, attr, sizeof a);
-    if (!pyfuse_valid_type(a.mode)) {
+    bad = pyfuse_check_attr(&a, 0);
+    if (bad != 0) {
         fuse_reply_err(REQ(req), EIO);
-        return -EBADMSG;
+        return -bad;
     }
     pyfuse_attr_to_stat(&a, &st);
     return fuse_reply_attr(REQ(req), &st, attr_timeout);
 }
 
-int pyfuse_ll_reply_open(void *req, uint64_t fh, int bits)
+int pyfuse_ll_reply_open(pyfuse_req req, uint64_t fh, int bits)
 {
     struct fuse_file_info fi;
 
@@ -281,12 +319,12 @@ int pyfuse_ll_reply_open(void *req, uint64_t fh, int bits)
     return fuse_reply_open(REQ(req), &fi);
 }
 
-int pyfuse_ll_reply_buf(void *req, const char *data, size_t size)
+int pyfuse_ll_reply_buf(pyfuse_req req, const char *data, size_t size)
 {
     return fuse_reply_buf(REQ(req), data, size);
 }
 
-int pyfuse_ll_reply_fd(void *req, int fd, int64_t pos, size_t size)
+int pyfuse_ll_reply_fd(pyfuse_req req, int fd, int64_t pos, size_t size)
 {
     struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
@@ -297,17 +335,17 @@ int pyfuse_ll_reply_fd(void *req, int fd, int64_t pos, size_t size)
     return fuse_reply_data(REQ(req), &bv, FUSE_BUF_SPLICE_MOVE);
 }
 
-int pyfuse_ll_reply_write(void *req, size_t count)
+int pyfuse_ll_reply_write(pyfuse_req req, size_t count)
 {
     return fuse_reply_write(REQ(req), count);
 }
 
-int pyfuse_ll_reply_readlink(void *req, const char *target)
+int pyfuse_ll_reply_readlink(pyfuse_req req, const char *target)
 {
     return fuse_reply_readlink(REQ(req), target);
 }
 
-int pyfuse_ll_reply_statfs(void *req, const char *packed)
+int pyfuse_ll_reply_statfs(pyfuse_req req, const char *packed)
 {
     struct pyfuse_statvfs v;
     struct statvfs out;
@@ -328,12 +366,12 @@ int pyfuse_ll_reply_statfs(void *req, const char *packed)
     return fuse_reply_statfs(REQ(req), &out);
 }
 
-int pyfuse_ll_reply_xattr(void *req, size_t size)
+int pyfuse_ll_reply_xattr(pyfuse_req req, size_t size)
 {
     return fuse_reply_xattr(REQ(req), size);
 }
 
-int pyfuse_ll_reply_lock(void *req, int type, int whence, int64_t start, int64_t len,
+int pyfuse_ll_reply_lock(pyfuse_req req, int type, int whence, int64_t start, int64_t len,
                          int64_t pid)
 {
     struct flock l;
@@ -347,22 +385,22 @@ int pyfuse_ll_reply_lock(void *req, int type, int whence, int64_t start, int64_t
     return fuse_reply_lock(REQ(req), &l);
 }
 
-int pyfuse_ll_reply_lseek(void *req, int64_t off)
+int pyfuse_ll_reply_lseek(pyfuse_req req, int64_t off)
 {
     return fuse_reply_lseek(REQ(req), off);
 }
 
-int pyfuse_ll_reply_ioctl(void *req, int result, const char *buf, size_t size)
+int pyfuse_ll_reply_ioctl(pyfuse_req req, int result, const char *buf, size_t size)
 {
     return fuse_reply_ioctl(REQ(req), result, size ? buf : NULL, size);
 }
 
-int pyfuse_ll_reply_poll(void *req, unsigned int revents)
+int pyfuse_ll_reply_poll(pyfuse_req req, unsigned int revents)
 {
     return fuse_reply_poll(REQ(req), revents);
 }
 
-int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits)
+int pyfuse_ll_reply_opendir(pyfuse_req req, struct pyfuse_dir *d, int bits)
 {
     struct fuse_file_info fi;
     int res;
@@ -374,7 +412,7 @@ int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits)
     return res;
 }
 
-int pyfuse_ll_fail_opendir(void *req, struct pyfuse_dir *d, int err)
+int pyfuse_ll_fail_opendir(pyfuse_req req, struct pyfuse_dir *d, int err)
 {
     free(d);
     return fuse_reply_err(REQ(req), err);
@@ -393,9 +431,9 @@ static int in_path_request(void)
     return c != NULL && c->fuse != NULL;
 }
 
-void *pyfuse_current_req(void)
+pyfuse_req pyfuse_current_req(void)
 {
-    return pyfuse_ll_current;
+    return pyfuse_req_of(pyfuse_ll_current);
 }
 
 int pyfuse_in_request(void)
@@ -403,13 +441,13 @@ int pyfuse_in_request(void)
     return pyfuse_in_callback > 0;
 }
 
-int pyfuse_req_context(void *req, struct pyfuse_ctx *out)
+int pyfuse_req_context(pyfuse_req req, struct pyfuse_ctx *out)
 {
     const struct fuse_ctx *c;
 
-    if (req == NULL)
-        req = pyfuse_ll_current;
-    if (req == NULL)
+    if (req == 0)
+        req = pyfuse_req_of(pyfuse_ll_current);
+    if (req == 0)
         return pyfuse_get_context(out);
     c = fuse_req_ctx(REQ(req));
     out->uid = c->uid;
@@ -419,21 +457,21 @@ int pyfuse_req_context(void *req, struct pyfuse_ctx *out)
     return 0;
 }
 
-int pyfuse_interrupted(void *req)
+int pyfuse_interrupted(pyfuse_req req)
 {
-    if (req == NULL)
-        req = pyfuse_ll_current;
-    if (req != NULL)
+    if (req == 0)
+        req = pyfuse_req_of(pyfuse_ll_current);
+    if (req != 0)
         return fuse_req_interrupted(REQ(req));
     return in_path_request() ? fuse_interrupted() : 0;
 }
 
-int pyfuse_getgroups(void *req, int size, uint32_t *list)
+int pyfuse_getgroups(pyfuse_req req, int size, uint32_t *list)
 {
     _Static_assert(sizeof(gid_t) == sizeof(uint32_t), "gid_t is 32 bits");
-    if (req == NULL)
-        req = pyfuse_ll_current;
-    if (req != NULL)
+    if (req == 0)
+        req = pyfuse_req_of(pyfuse_ll_current);
+    if (req != 0)
         return fuse_req_getgroups(REQ(req), size, (gid_t *)list);
     if (!in_path_request())
         return -ENOENT;
@@ -447,7 +485,7 @@ static void on_interrupt(fuse_req_t req, void *data)
     pyfuse_ll_cb_interrupt(pyfuse_ll_of(req)->handle, (uint64_t)(uintptr_t)data);
 }
 
-void pyfuse_ll_watch(void *req, uint64_t key)
+void pyfuse_ll_watch(pyfuse_req req, uint64_t key)
 {
     fuse_req_interrupt_func(REQ(req), on_interrupt, (void *)(uintptr_t)key);
 }

@@ -21,7 +21,7 @@ __thread fuse_req_t pyfuse_ll_current;
     __extension__({                                                                        \
         int r_;                                                                            \
         pyfuse_ll_current = (req);                                                         \
-        r_ = PYFUSE_CALL_OP(pyfuse_ll_of(req), (opnum), fn, (void *)(req), __VA_ARGS__);   \
+        r_ = PYFUSE_CALL_OP(pyfuse_ll_of(req), (opnum), fn, pyfuse_req_of(req), __VA_ARGS__); \
         pyfuse_ll_current = NULL;                                                          \
         r_;                                                                                \
     })
@@ -34,6 +34,63 @@ static inline void done(fuse_req_t req, int res)
 {
     if (res < 0)
         fuse_reply_err(req, -res);
+}
+
+/* The thread's answer of a synchronous handler (the cheap crossing: see pyfuse_cdef.h), and
+ * its address as the callbacks' out argument. */
+static __thread struct pyfuse_ll_out ll_out;
+#define OUT ((uint64_t)(uintptr_t)&ll_out)
+
+/* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a PYFUSE_REPLY_* code: the reply of
+ * ll_out. Refused attributes (pyfuse_check_attr) get EIO and a logged error that names the
+ * request: op of inode ino, or op 'name' in inode ino. */
+static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const char *name)
+{
+    const struct pyfuse_ll_out *o = &ll_out;
+    struct pyfuse_session *s;
+    struct fuse_entry_param e;
+    int bad;
+
+    if (res <= 0) { /* (0: req may be gone already) */
+        done(req, res);
+        return;
+    }
+    s = pyfuse_ll_of(req);
+    bad = pyfuse_check_attr(&o->attr, res != PYFUSE_REPLY_ATTR);
+    if (bad != 0) {
+        char msg[320];
+
+        fuse_reply_err(req, EIO);
+        if (name != NULL)
+            snprintf(msg, sizeof msg, "%s '%.100s' in inode %llu: ", op, name,
+                     (unsigned long long)ino);
+        else
+            snprintf(msg, sizeof msg, "%s of inode %llu: ", op, (unsigned long long)ino);
+        pyfuse_refusal(msg + strlen(msg), sizeof msg - strlen(msg), &o->attr, bad,
+                          res == PYFUSE_REPLY_ATTR ? "the attributes returned"
+                                                   : "the entry returned");
+        pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
+        return;
+    }
+    if (res == PYFUSE_REPLY_ATTR) {
+        struct stat st;
+
+        pyfuse_attr_to_stat(&o->attr, &st);
+        fuse_reply_attr(req, &st, s->cfg.attr_timeout);
+        return;
+    }
+    memset(&e, 0, sizeof e);
+    e.ino = o->attr.ino;
+    if (res == PYFUSE_REPLY_ENTRY_OUT) {
+        e.generation = o->generation;
+        e.entry_timeout = o->entry_timeout;
+        e.attr_timeout = o->attr_timeout;
+    } else {
+        e.entry_timeout = s->cfg.entry_timeout;
+        e.attr_timeout = s->cfg.attr_timeout;
+    }
+    pyfuse_attr_to_stat(&o->attr, &e.attr);
+    pyfuse_ll_send_entry(s, req, &e);
 }
 
 /* Names longer than local filesystems allow get ENAMETOOLONG without Python (as on tmpfs). */
@@ -77,9 +134,11 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
     if (too_long(req, name))
         return;
-    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, name);
+    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, name, OUT);
     if (res < 0)
-        pyfuse_ll_fail_lookup(req, -res);
+        pyfuse_ll_fail_lookup(pyfuse_req_of(req), -res);
+    else
+        answer(req, res, "lookup", parent, name);
 }
 
 /* The kernel dropped lookups: pyfuse's counts first, then the filesystem's forget (one call
@@ -124,7 +183,7 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi)));
+    answer(req, CB(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi), OUT), "getattr", ino, NULL);
 }
 
 void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)
@@ -149,7 +208,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     struct pyfuse_attr a;
 
     pyfuse_stat_to_attr(attr, &a);
-    done(req, CB(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)));
+    answer(req, CB(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi), OUT), "setattr",
+           ino, NULL);
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -161,13 +221,15 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                      dev_t rdev)
 {
     if (!too_long(req, name))
-        done(req, CB(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev));
+        answer(req, CB(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev, OUT), "mknod",
+               parent, name);
 }
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     if (!too_long(req, name))
-        done(req, CB(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode));
+        answer(req, CB(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode, OUT), "mkdir", parent,
+               name);
 }
 
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -183,7 +245,8 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
     if (!too_long(req, name))
-        done(req, CB(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name));
+        answer(req, CB(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name, OUT), "symlink",
+               parent, name);
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -196,7 +259,8 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
     if (!too_long(req, newname))
-        done(req, CB(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname));
+        answer(req, CB(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname, OUT), "link",
+               newparent, newname);
 }
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -219,7 +283,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
     if (fi->fh & PYFUSE_FH_FD) { /* FileInfo(fd_backed=True): served from the fd */
-        pyfuse_ll_reply_fd(req, (int)pyfuse_fh(fi), off, size);
+        pyfuse_ll_reply_fd(pyfuse_req_of(req), (int)pyfuse_fh(fi), off, size);
         return;
     }
     if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_READ)) {
@@ -284,12 +348,12 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     d->eof_off = -1;
     if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_OPENDIR)) {
-        pyfuse_ll_reply_opendir(req, d, 0);
+        pyfuse_ll_reply_opendir(pyfuse_req_of(req), d, 0);
         return;
     }
     res = CB(req, OPENDIR, pyfuse_ll_cb_opendir, ino, fi->flags, d);
     if (res < 0)
-        pyfuse_ll_fail_opendir(req, d, -res);
+        pyfuse_ll_fail_opendir(pyfuse_req_of(req), d, -res);
 }
 
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -130,17 +130,16 @@ static int name_too_long(const char *path)
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct pyfuse_attr a;
-    int res;
+    int res, bad;
 
     if (name_too_long(path))
         return -ENAMETOOLONG;
     res = CB(GETATTR, pyfuse_cb_getattr, path, &a, FH(fi));
-    if (res == 0 && !pyfuse_valid_type(a.mode)) {
+    if (res == 0 && (bad = pyfuse_check_attr(&a, 0)) != 0) {
         char msg[512];
+        int n = snprintf(msg, sizeof msg, "getattr of %.300s: ", path ? path : "(unlinked file)");
 
-        snprintf(msg, sizeof msg, "getattr of %.300s returned mode %#llo, which has no valid "
-                 "file type; replying EIO", path ? path : "(unlinked file)",
-                 (unsigned long long)a.mode);
+        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &a, bad, "the attributes returned");
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg); /* 3: LOG_ERR */
         return -EIO;
     }

@@ -43,7 +43,7 @@ struct pyfuse_session {
     struct fuse *fuse;     /* the path API's instance; NULL for the inode API */
     struct fuse_session *se; /* libfuse's session (the inode API's own, or the path API's) */
     struct pyfuse_lookups lookups; /* the inode API only */
-    void *handle;          /* ffi.new_handle(Session), kept alive by the Python Session */
+    uint64_t handle;       /* the Session's number in pyfuse._core.dispatch.SESSIONS */
     uint64_t opmask;       /* 1 << PYFUSE_OP_x for each method the filesystem overrides */
     struct pyfuse_config cfg;
     struct pyfuse_stats *stats; /* NULL: no statistics */
@@ -88,7 +88,7 @@ static inline int pyfuse_valid_type(uint64_t mode)
  * request and returns the handle to call Python with: for one request in PYFUSE_STATS_SAMPLE,
  * the timed one (its handlers are timed), with *start its start time; else the session's, with
  * *start -1. end counts an error result and records a timed request. */
-void *pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start);
+uint64_t pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start);
 void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t result);
 
 /* How many callbacks into Python this thread is inside (session.c): a thread with none is not
@@ -107,7 +107,7 @@ extern __thread int pyfuse_in_callback;
             r_ = fn(s_->handle, __VA_ARGS__);                                            \
         } else {                                                                         \
             int64_t t_;                                                                  \
-            void *h_ = pyfuse_stats_begin(s_, (opnum), &t_);                             \
+            uint64_t h_ = pyfuse_stats_begin(s_, (opnum), &t_);                             \
             r_ = fn(h_, __VA_ARGS__);                                                    \
             pyfuse_stats_end(s_, (opnum), t_, (int64_t)r_);                              \
         }                                                                                \
@@ -154,6 +154,10 @@ int pyfuse_loop_workers(struct fuse_session *se, struct fuse *f, unsigned max_th
 
 /* lowlevel.c / ll_reply.c: the inode API. The session serving a request; the request this
  * thread is serving a callback of (NULL: none, or a path API request). */
+static inline pyfuse_req pyfuse_req_of(fuse_req_t req)
+{
+    return (pyfuse_req)(uintptr_t)req;
+}
 static inline struct pyfuse_session *pyfuse_ll_of(fuse_req_t req)
 {
     return (struct pyfuse_session *)fuse_req_userdata(req);
@@ -180,6 +184,14 @@ static inline void pyfuse_lookups_prefetch(const struct pyfuse_lookups *t, uint6
 void pyfuse_lookups_add(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, int locked);
 /* Drop n lookups of ino: 0, or the count pyfuse held when the kernel forgot more. */
 int pyfuse_lookups_drop(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, uint64_t *held);
+/* ll_reply.c: whether attributes may go to the kernel (0; EINVAL: an entry's inode 0;
+ * EBADMSG: no valid file type; ERANGE: nlink, uid or gid beyond 32 bits), the message that
+ * says why not (what: "the entry returned"...), and an entry sent with its lookup counted. */
+int pyfuse_check_attr(const struct pyfuse_attr *a, int entry);
+void pyfuse_refusal(char *buf, size_t size, const struct pyfuse_attr *a, int bad,
+                       const char *what);
+int pyfuse_ll_send_entry(struct pyfuse_session *s, fuse_req_t req,
+                         const struct fuse_entry_param *e);
 /* readdir.c: a low-level listing's fill state over a buffer of size bytes (one allocation
  * a request, with the buffer) */
 struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus);

@@ -135,6 +135,9 @@ struct pyfuse_config {
 };
 
 typedef struct pyfuse_session pyfuse_session;
+/* A request of the inode API (a fuse_req_t) as an integer: Python passes it as it got it
+ * (an integer argument costs cffi no object; a pointer, a cdata). 0: none. */
+typedef uint64_t pyfuse_req;
 
 /* Session(stats=True): what the trampolines count around each call into Python (stats.c). */
 enum {
@@ -151,7 +154,7 @@ struct pyfuse_opstats {
     int64_t handler_ns[PYFUSE_STATS_WINDOW]; /* the filesystem's part of it */
 };
 struct pyfuse_stats {
-    void *handle; /* what a timed request's callback gets instead of the session's handle */
+    uint64_t handle; /* what a timed request's callback gets instead of the session's handle */
     struct pyfuse_opstats op[PYFUSE_STATS_OPS]; /* by PYFUSE_OP_x or PYFUSE_LL_OP_x */
 };
 
@@ -164,7 +167,7 @@ enum pyfuse_utime { PYFUSE_ATIME_OMIT = 1, PYFUSE_ATIME_NOW = 2, PYFUSE_MTIME_OM
  * (opmask of ll_optable.h's rows, stats counted by PYFUSE_LL_OP_x), else the path API's.
  * pyfuse_loop: threads 0, libfuse's single-threaded loop; else libfuse's multi-threaded one
  * (a /dev/fuse clone per worker with clone_fd), or with sticky pyfuse's own (loop.c). */
-pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
+pyfuse_session *pyfuse_new(uint64_t handle, int argc, char **argv, uint64_t opmask,
                            const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
                            int lowlevel);
 int pyfuse_mount(pyfuse_session *s, const char *mountpoint);
@@ -212,7 +215,9 @@ int pyfuse_get_context(struct pyfuse_ctx *out);
  * attrs + i * attr_stride (stride 0: one attribute shared by the whole batch); inos: NULL or
  * n native uint64 inode numbers that replace the attributes' ino (a shared attribute
  * template, each entry its own inode). offs, attrs and inos are byte buffers (Python bytes,
- * passed without a copy) of any alignment. */
+ * passed without a copy) of any alignment. An entry refused: -EINVAL, -ENAMETOOLONG or
+ * -EEXIST (its name), -ERANGE (an offset <= 0), -EBADMSG (a mode with no file type), -EDOM
+ * (readdirplus, inode 0). */
 int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, int n,
                 const char *offs, const char *attrs, size_t attr_stride, const char *inos,
                 int64_t base);
@@ -223,7 +228,7 @@ void pyfuse_log_init(void);
  * test a request), with the handle timed requests are given; NULL: out of memory. The owner
  * frees them after pyfuse_destroy. pyfuse_stats_handler adds the nanoseconds the filesystem's
  * code took to this thread's current request (kept when the request is a timed one). */
-struct pyfuse_stats *pyfuse_stats_new(void *timed_handle);
+struct pyfuse_stats *pyfuse_stats_new(uint64_t timed_handle);
 void pyfuse_stats_free(struct pyfuse_stats *stats);
 void pyfuse_stats_handler(int64_t ns);
 
@@ -252,51 +257,66 @@ enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEE
 
 /* How many members of struct fuse_lowlevel_ops the table has for this mask (tests). */
 int pyfuse_ll_ops_filled(uint64_t opmask);
-int pyfuse_ll_reply_err(void *req, int err);
+int pyfuse_ll_reply_err(pyfuse_req req, int err);
+/* The cheap crossing: a synchronous handler's attributes or entry go back to C in the calling
+ * thread's struct pyfuse_ll_out (its address is the callbacks' out argument), and the callback
+ * returns what C is to reply with it, once the callback has returned (no call into C while
+ * the GIL is held): */
+struct pyfuse_ll_out {
+    struct pyfuse_attr attr;
+    uint64_t generation;
+    double entry_timeout, attr_timeout;
+};
+enum {
+    PYFUSE_REPLY_ATTR = 1,      /* out.attr, with the session's attr_timeout */
+    PYFUSE_REPLY_ENTRY = 2,     /* out.attr as an entry, generation 0, the session's timeouts */
+    PYFUSE_REPLY_ENTRY_OUT = 3  /* out.attr as an entry, out's generation and timeouts */
+};
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
- * 0) or -EBADMSG (no valid file type): refused, EIO replied. */
-int pyfuse_ll_reply_entry(void *req, const char *attr, uint64_t generation,
+ * 0), -EBADMSG (no valid file type) or -ERANGE (nlink, uid or gid beyond 32 bits): refused,
+ * EIO replied (the same for reply_attr and reply_create). */
+int pyfuse_ll_reply_entry(pyfuse_req req, const char *attr, uint64_t generation,
                           double entry_timeout, double attr_timeout);
-int pyfuse_ll_reply_create(void *req, const char *attr, uint64_t generation,
+int pyfuse_ll_reply_create(pyfuse_req req, const char *attr, uint64_t generation,
                            double entry_timeout, double attr_timeout, uint64_t fh, int bits);
 /* lookup's errors: ENOENT becomes a negative entry when the session's negative_timeout > 0 */
-int pyfuse_ll_fail_lookup(void *req, int err);
-int pyfuse_ll_reply_attr(void *req, const char *attr, double attr_timeout);
-int pyfuse_ll_reply_open(void *req, uint64_t fh, int bits);
-int pyfuse_ll_reply_buf(void *req, const char *data, size_t size);
-int pyfuse_ll_reply_fd(void *req, int fd, int64_t pos, size_t size);
-int pyfuse_ll_reply_write(void *req, size_t count);
-int pyfuse_ll_reply_readlink(void *req, const char *target);
-int pyfuse_ll_reply_statfs(void *req, const char *packed);
-int pyfuse_ll_reply_xattr(void *req, size_t size);
-int pyfuse_ll_reply_lock(void *req, int type, int whence, int64_t start, int64_t len,
+int pyfuse_ll_fail_lookup(pyfuse_req req, int err);
+int pyfuse_ll_reply_attr(pyfuse_req req, const char *attr, double attr_timeout);
+int pyfuse_ll_reply_open(pyfuse_req req, uint64_t fh, int bits);
+int pyfuse_ll_reply_buf(pyfuse_req req, const char *data, size_t size);
+int pyfuse_ll_reply_fd(pyfuse_req req, int fd, int64_t pos, size_t size);
+int pyfuse_ll_reply_write(pyfuse_req req, size_t count);
+int pyfuse_ll_reply_readlink(pyfuse_req req, const char *target);
+int pyfuse_ll_reply_statfs(pyfuse_req req, const char *packed);
+int pyfuse_ll_reply_xattr(pyfuse_req req, size_t size);
+int pyfuse_ll_reply_lock(pyfuse_req req, int type, int whence, int64_t start, int64_t len,
                          int64_t pid);
-int pyfuse_ll_reply_lseek(void *req, int64_t off);
-int pyfuse_ll_reply_ioctl(void *req, int result, const char *buf, size_t size);
-int pyfuse_ll_reply_poll(void *req, unsigned int revents);
+int pyfuse_ll_reply_lseek(pyfuse_req req, int64_t off);
+int pyfuse_ll_reply_ioctl(pyfuse_req req, int result, const char *buf, size_t size);
+int pyfuse_ll_reply_poll(pyfuse_req req, unsigned int revents);
 /* opendir: the handle given to the kernel is the struct pyfuse_dir (d->fh the filesystem's) */
-int pyfuse_ll_reply_opendir(void *req, struct pyfuse_dir *d, int bits);
-int pyfuse_ll_fail_opendir(void *req, struct pyfuse_dir *d, int err);
+int pyfuse_ll_reply_opendir(pyfuse_req req, struct pyfuse_dir *d, int bits);
+int pyfuse_ll_fail_opendir(pyfuse_req req, struct pyfuse_dir *d, int err);
 /* A listing's reply (the entries pyfuse_fill put in the fill's buffer); frees the fill. */
 int pyfuse_ll_reply_dir(struct pyfuse_fill *fill);
 int pyfuse_ll_fail_dir(struct pyfuse_fill *fill, int err);
 /* Lookups of ino pyfuse counts the kernel holds; of the session of req (NULL: the current
  * request's; UINT64_MAX when there is none). */
 uint64_t pyfuse_ll_lookups(pyfuse_session *s, uint64_t ino);
-uint64_t pyfuse_ll_req_lookups(void *req, uint64_t ino);
+uint64_t pyfuse_ll_req_lookups(pyfuse_req req, uint64_t ino);
 /* All lookups the kernel holds, and (*inodes) of how many inodes. */
 uint64_t pyfuse_ll_lookups_held(pyfuse_session *s, uint64_t *inodes);
 uint64_t pyfuse_ll_forget_requests(pyfuse_session *s);
 /* Ask for pyfuse_ll_cb_interrupt(key) when the kernel interrupts req (at once if it has). */
-void pyfuse_ll_watch(void *req, uint64_t key);
+void pyfuse_ll_watch(pyfuse_req req, uint64_t key);
 
 /* The request this thread serves (the inode API's), else NULL; its caller; whether the
  * kernel interrupted it (or the path API's current request); its caller's supplementary
  * groups (up to size into list; the count, or -errno). req NULL: the current request. */
-void *pyfuse_current_req(void);
-int pyfuse_req_context(void *req, struct pyfuse_ctx *out);
-int pyfuse_interrupted(void *req);
-int pyfuse_getgroups(void *req, int size, uint32_t *list);
+pyfuse_req pyfuse_current_req(void);
+int pyfuse_req_context(pyfuse_req req, struct pyfuse_ctx *out);
+int pyfuse_interrupted(pyfuse_req req);
+int pyfuse_getgroups(pyfuse_req req, int size, uint32_t *list);
 /* 1 when this thread is inside a request's callback (a notification sent from here could
  * wait for the very request it runs in). */
 int pyfuse_in_request(void);
@@ -314,7 +334,7 @@ int pyfuse_invalidate_path(pyfuse_session *s, const char *path);
 int pyfuse_notify_poll(pyfuse_session *s, void *ph);
 void pyfuse_pollhandle_destroy(void *ph);
 /* The request of a low-level listing's fill (an async readdir's answer comes later). */
-void *pyfuse_ll_fill_req(struct pyfuse_fill *fill);
+pyfuse_req pyfuse_ll_fill_req(struct pyfuse_fill *fill);
 /* The timeouts of the readdirplus entries a low-level fill takes from now on (negative: the
  * session's Config; pyfuse.compat.pyfuse3 gives its EntryAttributes' own). */
 void pyfuse_ll_fill_timeouts(struct pyfuse_fill *fill, double entry_timeout,

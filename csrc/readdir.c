@@ -71,9 +71,9 @@ static void uncount(struct pyfuse_fill *f)
     }
 }
 
-void *pyfuse_ll_fill_req(struct pyfuse_fill *f)
+pyfuse_req pyfuse_ll_fill_req(struct pyfuse_fill *f)
 {
-    return f->req;
+    return pyfuse_req_of(f->req);
 }
 
 void pyfuse_ll_fill_own_dir(struct pyfuse_fill *f, struct pyfuse_dir *d)
@@ -268,7 +268,7 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
 }
 
 /* pyfuse_fill's loop for a low-level listing (names already checked). Each entry is checked
- * as it goes in: an offset <= 0 (-EINVAL), a mode without a valid file type (-EBADMSG), or for
+ * as it goes in: an offset <= 0 (-ERANGE), a mode without a valid file type (-EBADMSG), or for
  * readdirplus attributes with inode 0 on a name other than "." and ".." (-EDOM) end the batch
  * with that error. The entries before it stay in the buffer, counted; the caller then fails the
  * request, and pyfuse_ll_fail_dir takes their lookups back. (A check of the whole batch up
@@ -293,7 +293,7 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
         else
             off = base + i + 1;
         if (off <= 0) {
-            res = -EINVAL;
+            res = -ERANGE;
             break;
         }
         if (ap != NULL && ap != converted) {
@@ -363,7 +363,7 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
         else
             off = base + i + 1;
         if (off <= 0)
-            return -EINVAL;
+            return -ERANGE;
         if (ap != NULL && ap != converted) { /* a shared attribute is converted once */
             memcpy(&a, ap, sizeof a);
             if (a.mode != 0 && !pyfuse_valid_type(a.mode))

@@ -73,7 +73,7 @@ static void intr_release(void)
     pthread_mutex_unlock(&intr_lock);
 }
 
-pyfuse_session *pyfuse_new(void *handle, int argc, char **argv, uint64_t opmask,
+pyfuse_session *pyfuse_new(uint64_t handle, int argc, char **argv, uint64_t opmask,
                            const struct pyfuse_config *cfg, struct pyfuse_stats *stats,
                            int lowlevel)
 {

@@ -23,7 +23,7 @@ _Static_assert((PYFUSE_STATS_SAMPLE & (PYFUSE_STATS_SAMPLE - 1)) == 0,
  * session.c's log buffer: a request runs on one thread). */
 static __thread int64_t handler_ns;
 
-struct pyfuse_stats *pyfuse_stats_new(void *timed_handle)
+struct pyfuse_stats *pyfuse_stats_new(uint64_t timed_handle)
 {
     /* about 128 KiB an operation, but calloc's pages are touched only when used */
     struct pyfuse_stats *st = calloc(1, sizeof *st);
@@ -51,7 +51,7 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void *pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start)
+uint64_t pyfuse_stats_begin(struct pyfuse_session *s, int op, int64_t *start)
 {
     struct pyfuse_opstats *o = &s->stats->op[op];
     uint64_t i = __atomic_fetch_add(&o->count, 1, __ATOMIC_RELAXED);

@@ -26,17 +26,16 @@ from ._core.convert import (
     sized_reply,
 )
 from ._core.convert import path as _path
+from ._core.dispatch import SESSIONS as _SESSIONS
 from ._core.dispatch import callback, extern
 from ._core.poll import poll_handle
 from ._pyfuse_c import ffi, lib
 from .errors import BadReturn
 from .types import Attr, FdRange, Lock
 
-_from_handle = ffi.from_handle
 _memmove = ffi.memmove
 _buffer = ffi.buffer
 _ATTR_SIZE = ATTR_STRUCT.size
-_PACK = ATTR_STRUCT.pack
 _string = ffi.string
 _ATIME_OMIT, _ATIME_NOW = lib.PYFUSE_ATIME_OMIT, lib.PYFUSE_ATIME_NOW
 _MTIME_OMIT, _MTIME_NOW = lib.PYFUSE_MTIME_OMIT, lib.PYFUSE_MTIME_NOW
@@ -52,27 +51,24 @@ def _fh(fh: int, has_fh: int) -> Optional[int]:
 
 @extern
 def pyfuse_cb_getattr(h, path, out, fh, has_fh):
-    s = _from_handle(h)
+    s = _SESSIONS[h]
     try:  # the path decoded and an Attr packed inline (as convert.path, pack_attr): no frames
         a = s._op_getattr(_string(path).decode(ENC, "surrogateescape") if path else None,
                           fh if has_fh else None)
-        try:
-            if a.__class__ is Attr:
-                packed = _PACK(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
-                               a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
-            else:
-                packed = pack_attr(a)
-        except Exception as e:
-            raise BadReturn(f"getattr returned an invalid attribute object: {e}") from None
+        if a.__class__ is not Attr:  # an Attr is its C struct: copied as it is
+            try:
+                a = pack_attr(a)
+            except Exception as e:
+                raise BadReturn(f"getattr returned an invalid attribute object: {e}") from None
     except BaseException as e:
         return s._fail(e, "getattr", path)
-    _memmove(out, packed, _ATTR_SIZE)
+    _memmove(out, a, _ATTR_SIZE)
     return 0
 
 
 @extern
 def pyfuse_cb_read(h, path, buf, size, off, fh, fdr):
-    s = _from_handle(h)
+    s = _SESSIONS[h]
     try:
         data = s._op_read(_path(path), size, off, fh)
         if type(data) is FdRange:
@@ -85,7 +81,7 @@ def pyfuse_cb_read(h, path, buf, size, off, fh, fdr):
 
 @extern
 def pyfuse_cb_write(h, path, buf, size, off, fh):
-    s = _from_handle(h)
+    s = _SESSIONS[h]
     try:
         n = s._op_write(_path(path), memoryview(_buffer(buf, size)).toreadonly(), off, fh)
         if type(n) is not int or not 0 <= n <= size:
@@ -98,7 +94,7 @@ def pyfuse_cb_write(h, path, buf, size, off, fh):
 
 @extern
 def pyfuse_cb_readdir(h, path, off, d, fill, plus):
-    s = _from_handle(h)
+    s = _SESSIONS[h]
     return s._listings.serve(s._op_readdir, path, off, d, fill, plus)
 
 

@@ -77,5 +77,5 @@ def errno_for(exc: BaseException, op: str) -> int:
     if isinstance(exc, BadReturn):
         log.error("%s: %s", op, exc)
         return errno.EIO
-    log.error("%s raised %s; replying EIO", op, type(exc).__name__, exc_info=exc)
+    log.error("%s raised %s: %s; replying EIO", op, type(exc).__name__, exc, exc_info=exc)
     return errno.EIO

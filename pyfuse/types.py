@@ -4,15 +4,25 @@ Pure Python: their conversions to the shim's C structs live in :mod:`pyfuse._cor
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
+import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Optional, Union
 
 __all__ = ["Attr", "DirEntry", "StatVFS", "Config", "Lock", "Context", "FileInfo", "FdRange",
            "AttrLike"]
 
-class Attr:
+_U64, _I64 = ctypes.c_uint64, ctypes.c_int64
+#: struct pyfuse_attr (csrc/pyfuse_cdef.h): Attr's fields, their C types and their order
+_ATTR_FIELDS = [("mode", _U64), ("ino", _U64), ("nlink", _U64), ("uid", _U64), ("gid", _U64),
+                ("size", _I64), ("blocks", _I64), ("rdev", _U64), ("blksize", _I64),
+                ("atime_ns", _I64), ("mtime_ns", _I64), ("ctime_ns", _I64)]
+_PACK_INTO = struct.Struct("=5Q2qQ4q").pack_into
+
+
+class Attr(ctypes.Structure):
     """File attributes, as returned by :meth:`Operations.getattr` or carried by a :class:`DirEntry`.
 
     Times are integer nanoseconds since the epoch. ``ino`` is only passed to the kernel when the
@@ -22,26 +32,42 @@ class Attr:
     one, e.g. ``stat.S_IFREG | 0o644``, or the request fails with EIO), ``uid``/``gid`` 0 is
     root, and times 0 show as 1970-01-01 (pass ``time.time_ns()`` or the source's times).
     ``Attr.from_stat(os.lstat(p))`` fills every field from a real file.
+
+    An Attr *is* the C struct the shim replies with (a :mod:`ctypes` structure of twelve 64-bit
+    integers, ``FIELDS``): replying one, or a listing of them, copies its bytes and converts
+    nothing. The constructor checks every value (a ``ValueError`` names the field out of its
+    range, a ``TypeError`` a value that is not an integer); a field set later is stored as C
+    stores it (an integer beyond 64 bits wraps), and the shim still refuses, with EIO and a
+    logged error, a mode with no file type and a ``uid``, ``gid``, ``nlink`` or ``mode`` beyond
+    32 bits.
     """
 
-    __slots__ = ("mode", "ino", "nlink", "uid", "gid", "size", "blocks", "rdev", "blksize",
-                 "atime_ns", "mtime_ns", "ctime_ns")
+    _fields_ = _ATTR_FIELDS
+    #: the field names, in the C struct's order
+    FIELDS: ClassVar[tuple[str, ...]] = tuple(f for f, _ in _ATTR_FIELDS)
+    if TYPE_CHECKING:  # the fields, as ctypes makes them
+        mode: int
+        ino: int
+        nlink: int
+        uid: int
+        gid: int
+        size: int
+        blocks: int
+        rdev: int
+        blksize: int
+        atime_ns: int
+        mtime_ns: int
+        ctime_ns: int
 
     def __init__(self, mode: int = 0, ino: int = 0, nlink: int = 1, uid: int = 0, gid: int = 0,
                  size: int = 0, blocks: int = 0, rdev: int = 0, blksize: int = 4096,
                  atime_ns: int = 0, mtime_ns: int = 0, ctime_ns: int = 0) -> None:
-        self.mode = mode
-        self.ino = ino
-        self.nlink = nlink
-        self.uid = uid
-        self.gid = gid
-        self.size = size
-        self.blocks = blocks
-        self.rdev = rdev
-        self.blksize = blksize
-        self.atime_ns = atime_ns
-        self.mtime_ns = mtime_ns
-        self.ctime_ns = ctime_ns
+        try:
+            _PACK_INTO(self, 0, mode, ino, nlink, uid, gid, size, blocks, rdev, blksize,
+                       atime_ns, mtime_ns, ctime_ns)
+        except struct.error:
+            raise _refusal((mode, ino, nlink, uid, gid, size, blocks, rdev, blksize, atime_ns,
+                            mtime_ns, ctime_ns)) from None
 
     @classmethod
     def from_stat(cls, st: os.stat_result) -> Attr:
@@ -51,19 +77,32 @@ class Attr:
                    st.st_ctime_ns)
 
     def copy(self) -> Attr:
-        """A shallow copy (handy for filesystems that store Attr objects and hand out snapshots)."""
-        return Attr(*(getattr(self, f) for f in self.__slots__))
+        """A copy (handy for filesystems that store Attr objects and hand out snapshots)."""
+        return type(self).from_buffer_copy(self)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Attr):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+        return bytes(self) == bytes(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.FIELDS)
         return f"Attr({inner})"
+
+
+def _refusal(values: tuple[Any, ...]) -> Exception:
+    """The error that names the first of Attr's ``values`` that its field cannot hold."""
+    for (name, ctype), v in zip(_ATTR_FIELDS, values):
+        if not isinstance(v, int):
+            return TypeError(f"Attr.{name} must be an integer, not {type(v).__name__} "
+                             f"({v!r:.40})")
+        lo, hi = (0, 1 << 64) if ctype is _U64 else (-(1 << 63), 1 << 63)
+        if not lo <= v < hi:
+            return ValueError(f"Attr.{name}={v} is out of range for a 64-bit "
+                              f"{'unsigned ' if ctype is _U64 else ''}integer")
+    return ValueError(f"Attr{values!r}: a value that its field cannot hold")
 
 
 AttrLike = Union[Attr, os.stat_result]

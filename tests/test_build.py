@@ -2,6 +2,7 @@
 callback is defined, and a machine without libfuse3 gets one clear line, not a traceback."""
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import subprocess
@@ -39,8 +40,10 @@ def test_struct_layouts_match_packing():
     size must be what the compiler laid out."""
     assert ffi.sizeof("struct pyfuse_attr") == convert.ATTR_STRUCT.size == 96
     assert ffi.sizeof("struct pyfuse_statvfs") == convert.STATVFS_STRUCT.size
-    for i, name in enumerate(pyfuse.Attr.__slots__):
-        assert ffi.offsetof("struct pyfuse_attr", name) == 8 * i, name
+    assert ctypes.sizeof(pyfuse.Attr) == 96  # an Attr is struct pyfuse_attr itself
+    for i, name in enumerate(pyfuse.Attr.FIELDS):
+        assert ffi.offsetof("struct pyfuse_attr", name) == 8 * i == getattr(pyfuse.Attr,
+                                                                             name).offset, name
     a = ffi.new("struct pyfuse_attr *")
     ffi.memmove(a, convert.pack_attr(pyfuse.Attr(mode=0o100644, ino=7, size=-1 & 0xFFFF,
                                                  mtime_ns=-5)), 96)

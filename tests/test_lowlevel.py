@@ -143,6 +143,10 @@ class Hello(ll.Operations):
             return Attr(mode=0o644, ino=2)
         if self.bad == "rangebare":
             return Attr(mode=stat.S_IFREG | 0o644, ino=2, uid=-1)
+        if self.bad == "uidset":  # a field set later is stored as C stores it: 2**64 - 1
+            a = Attr(mode=stat.S_IFREG | 0o644, ino=2)
+            a.uid = -1
+            return a
         return ll.Entry(self.file, entry_timeout=0, attr_timeout=0)
 
     def getattr(self, ino: int, fh: Optional[int]) -> Attr:
@@ -150,6 +154,10 @@ class Hello(ll.Operations):
             return Attr(mode=0o644, ino=2)
         if ino == 2 and self.bad == "getattrrange":
             return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=1 << 64)
+        if ino == 2 and self.bad == "getattrgid":
+            a = Attr(mode=stat.S_IFREG | 0o644, ino=2)
+            a.gid = 1 << 40
+            return a
         if ino == 1:
             return self.root
         if ino == 2:
@@ -214,9 +222,12 @@ def test_oserror_subclass_without_errno(mount_ops: Any, mnt: str) -> None:
     ("value", "expected an Entry or Attr"), ("raise", "raised ValueError"),
     ("plus0", "inode number 0"), ("timeout", "entry_timeout=-1: timeouts are finite"),
     ("nan", "attr_timeout=nan"), ("ino0bare", "inode number 0"),
-    ("typebare", "no valid file type"), ("rangebare", "expected an Entry or Attr: "),
+    ("typebare", "no valid file type"),
+    ("rangebare", "raised ValueError: Attr.uid=-1 is out of range"),
+    ("uidset", "the entry returned has nlink 1, uid 18446744073709551615, gid 0: beyond 32"),
     ("getattrtype", "the attributes returned has mode 0o644"),
-    ("getattrrange", "expected an Attr: ")])
+    ("getattrrange", "raised ValueError: Attr.size=18446744073709551616 is out of range"),
+    ("getattrgid", "the attributes returned has nlink 1, uid 0, gid 1099511627776")])
 def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, bad: str,
                                         message: str) -> None:
     ops = Hello()

@@ -7,10 +7,8 @@ on the way (the offset mode of the listing, names, attributes); the readdir engi
 from __future__ import annotations
 
 import errno
-import itertools
 import stat
 from array import array
-from operator import attrgetter
 from typing import Any
 
 from .._pyfuse_c import ffi, lib
@@ -53,9 +51,6 @@ class Batch:
 
 
 _ONLY_DIRENTRY, _ONLY_TUPLE, _ONLY_ATTR, _ONLY_PACKED = {DirEntry}, {tuple}, {Attr}, {PackedAttr}
-_FIELDS = attrgetter(*Attr.__slots__)  # in ATTR_STRUCT's order
-_PACK = ATTR_STRUCT.pack
-_starmap = itertools.starmap
 
 
 def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
@@ -78,8 +73,10 @@ def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
         types = set(map(type, batch))
         if types == _ONLY_DIRENTRY or types == _ONLY_TUPLE:
             cols = tuple(zip(*batch))  # one pass transposes the batch into its columns
-            if t is tuple and max(map(len, batch)) != len(cols):
-                cols = ()  # tuples of different lengths (zip stopped at the shortest)
+            # tuples of different lengths (zip stopped at the shortest: the sum says so; it
+            # costs less than a max)
+            if t is tuple and sum(map(len, batch)) != len(cols) * len(batch):
+                cols = ()
             if len(cols) == 4:
                 return cols[0], _join(cols[0]), cols[1], cols[2], cols[3]
             if len(cols) == 3:
@@ -129,11 +126,15 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     # C, and stops at the first difference (one Attr.__eq__ call at most).
     if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
         return (_NULL, 0) if a0 is None else (pack_attr(a0), 0)
-    kinds = set(map(type, attrs))
-    if kinds == _ONLY_ATTR:  # each its own Attr (an inode table's): at C speed
-        return b"".join(_starmap(_PACK, map(_FIELDS, attrs))), _ATTR_SIZE
-    if kinds == _ONLY_PACKED:  # packed already (pyfuse.compat's)
-        return b"".join(attrs), _ATTR_SIZE
+    # Each its own Attr (an inode table's; an Attr is its C struct) or packed already
+    # (pyfuse.compat's): joined at C speed. Anything else (None, an os.stat_result) stops the
+    # join, or gives a blob of the wrong size: packed one by one below.
+    try:
+        blob = b"".join(attrs)
+    except TypeError:
+        blob = b""
+    if len(blob) == _ATTR_SIZE * len(attrs):
+        return blob, _ATTR_SIZE
     memo: dict[int, bytes] = {}  # entries often share a few Attr objects: pack each once
     out = []
     for a in attrs:
@@ -151,6 +152,8 @@ FILL_ERRORS = {
     errno.ENAMETOOLONG: "readdir yielded a name longer than 255 bytes",
     errno.EEXIST: "readdir yielded the same name twice",
     errno.EBADMSG: "readdir yielded an attr whose mode has no valid file type",
+    errno.ERANGE: "readdir mixed entries with offset 0 and entries with offsets (give every "
+                  "entry an offset, or none), or yielded a negative offset",
 }
 
 
@@ -160,13 +163,11 @@ def pack(d: Any, batch: list[Any]) -> Batch:
     if offs is None or not any(offs):
         offs_c = _NULL
         mode = POSITIONAL
-    elif 0 in offs:
-        raise BadReturn("readdir mixed entries with offset 0 and entries with offsets; "
-                        "give every entry an offset, or none")
-    else:
-        if min(offs) < 0:
-            raise BadReturn("readdir yielded a negative offset")
-        offs_c = array("q", offs).tobytes()
+    else:  # C refuses an offset <= 0 as the entry goes in (ERANGE: FILL_ERRORS)
+        try:
+            offs_c = array("q", offs).tobytes()
+        except (TypeError, OverflowError) as e:
+            raise BadReturn(f"readdir yielded an invalid offset: {e}") from None
         mode = OFFSETS
     if d.mode != mode:
         if d.mode != UNKNOWN:
@@ -201,6 +202,8 @@ def culprit(b: Batch, err: int, base: int) -> str:
                 or err == errno.EEXIST and raw in seen:
             return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
         seen.add(raw)
+        if err == errno.ERANGE and b.offs is not None and b.offs[i] <= 0:
+            return f"entry {base + i} of the listing ({b.names[i]!r:.80}, offset {b.offs[i]})"
         if err == errno.EDOM and b.attrs and raw not in (b".", b".."):
             fields = ATTR_STRUCT.unpack(b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE])
             if fields[0] and (b.inos[i] if b.inos is not None else fields[1]) == 0:

@@ -25,7 +25,7 @@ _NGROUPS = 64
 
 def _req() -> Any:
     p = CURRENT.get()
-    return ffi.NULL if p is None else p.req
+    return 0 if p is None else p.req
 
 
 def context() -> Context:
@@ -36,7 +36,7 @@ def context() -> Context:
     if p is not None:
         return p.ctx  # type: ignore[no-any-return]
     c = ffi.new("struct pyfuse_ctx *")
-    if lib.pyfuse_req_context(ffi.NULL, c) != 0:
+    if lib.pyfuse_req_context(0, c) != 0:
         raise RuntimeError("pyfuse.context() called outside a filesystem request")
     return Context(c.uid, c.gid, c.pid, c.umask)
 
@@ -54,7 +54,7 @@ def interrupted() -> bool:
     p = CURRENT.get()
     if p is not None:
         return bool(p.interrupted)
-    return bool(lib.pyfuse_interrupted(ffi.NULL))
+    return bool(lib.pyfuse_interrupted(0))
 
 
 def groups() -> tuple[int, ...]:
@@ -66,7 +66,7 @@ def groups() -> tuple[int, ...]:
         buf = ffi.new("uint32_t[]", size)
         n = lib.pyfuse_getgroups(req, size, buf)
         if n < 0:
-            if CURRENT.get() is None and req == ffi.NULL and n == -2:  # -ENOENT: no request
+            if CURRENT.get() is None and req == 0 and n == -2:  # -ENOENT: no request
                 raise RuntimeError("pyfuse.context().groups asked outside a filesystem request")
             return ()
         if n <= size:

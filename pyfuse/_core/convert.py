@@ -47,9 +47,8 @@ class PackedAttr(bytes):
 
 def pack_attr(a: AttrLike) -> bytes:
     """Pack an Attr or os.stat_result into struct pyfuse_attr (raises on bad types or ranges)."""
-    if type(a) is Attr:
-        return ATTR_STRUCT.pack(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev,
-                                a.blksize, a.atime_ns, a.mtime_ns, a.ctime_ns)
+    if type(a) is Attr:  # its own C struct
+        return bytes(a)
     if type(a) is PackedAttr:
         return a
     if isinstance(a, os.stat_result):
@@ -57,7 +56,7 @@ def pack_attr(a: AttrLike) -> bytes:
                                 a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns,
                                 a.st_mtime_ns, a.st_ctime_ns)
     if isinstance(a, Attr):  # a subclass
-        return ATTR_STRUCT.pack(*(getattr(a, f) for f in Attr.__slots__))
+        return bytes(a)
     raise TypeError(f"expected Attr or os.stat_result, got {type(a).__name__}")
 
 

@@ -2,7 +2,7 @@
 
 A callback written with :func:`callback` is a small function ``fn(session, *C arguments)`` that
 converts the arguments, calls the filesystem and converts the result; :func:`callback` wraps it
-in the body every C-to-Python entry point needs (find the session from the handle, map an
+in the body every C-to-Python entry point needs (find the session by its number, map an
 exception to an errno by the session's policy) and registers it as the ``extern "Python"``
 function of that name. The hottest callbacks (getattr, read, write, readdir) are written out in
 full instead, to save the extra call.
@@ -22,13 +22,41 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from .._pyfuse_c import ffi, lib
 
-__all__ = ["callback", "define", "extern", "onerror", "void_onerror", "log", "EXTERNS"]
+__all__ = ["callback", "define", "extern", "onerror", "void_onerror", "log", "EXTERNS",
+           "SESSIONS", "register", "unregister"]
 
 log = logging.getLogger("pyfuse")
 
-_from_handle = ffi.from_handle
 _string = ffi.string
 _EIO = -errno.EIO
+
+#: What the shim calls back, by number (the ``h`` of every callback: struct pyfuse_session's
+#: handle): a session, or the view of it that a timed request gets (stats=True). An integer
+#: argument and a list index cost a callback less than a pointer argument (a cdata object)
+#: and ``ffi.from_handle``. A number is taken when the C session is made and given back when
+#: it is freed (no callback comes after); a freed slot holds None and is used again.
+SESSIONS: list[Any] = []
+_free: list[int] = []
+_slots = threading.Lock()
+
+
+def register(obj: Any) -> int:
+    """The number under which callbacks will find ``obj`` (held until :func:`unregister`)."""
+    with _slots:
+        if _free:
+            n = _free.pop()
+            SESSIONS[n] = obj
+            return n
+        SESSIONS.append(obj)
+        return len(SESSIONS) - 1
+
+
+def unregister(n: int) -> None:
+    """Give back number ``n`` (its C session is freed: no callback will use it again)."""
+    with _slots:
+        if SESSIONS[n] is not None:
+            SESSIONS[n] = None
+            _free.append(n)
 
 
 def onerror(exception: Any, exc_value: Any, traceback: Any) -> Optional[int]:
@@ -73,7 +101,7 @@ def define(src: str, name: str, filename: str, namespace: dict[str, Any]) -> Any
 # request's instructions, callgrind).
 _BODY = """\
 def {name}(h, {params}):
-    _s = _from_handle(h)
+    _s = _SESSIONS[h]
     try:
         _r = fn(_s, {params})
     except BaseException as _e:
@@ -82,7 +110,7 @@ def {name}(h, {params}):
 """
 _VOID_BODY = """\
 def {name}(h, {params}):
-    _s = _from_handle(h)
+    _s = _SESSIONS[h]
     try:
         fn(_s, {params})
     except BaseException as _e:
@@ -113,7 +141,7 @@ def callback(name: str, op: str, void: bool = False
         src = (_VOID_BODY if void else _BODY).format(name=name, params=", ".join(params),
                                                      where=where)
         entry = define(src, name, f"<pyfuse callback {name}>",
-                       {"_from_handle": _from_handle, "fn": fn, "op": op})
+                       {"_SESSIONS": SESSIONS, "fn": fn, "op": op})
         entry.__doc__ = fn.__doc__
         entry.__module__ = fn.__module__
         return extern(entry, name, void)

@@ -5,8 +5,9 @@ policy's entry point, notifications' safety rules and the ``with ... mount()`` h
 instance (the path API, :class:`pyfuse.Session`) or a low-level session (the inode API,
 :class:`pyfuse.lowlevel.Session`). Subclasses say how the C session is made (``_new_c``), how a
 request's subject is named in the log (``_where``) and what to close when it ends (``_ended``).
-The session's ``ffi.new_handle`` lives exactly as long as the Python object, which outlives the
-C session, so callbacks never see a dead handle.
+The session's number in :data:`pyfuse._core.dispatch.SESSIONS` (what the shim calls back
+with) is taken before the C session is made and given back once it is freed, so callbacks
+never see a dead one.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ..mounts import (
     unmount,
 )
 from ..types import Config
-from .dispatch import capture_log
+from .dispatch import capture_log, register, unregister
 from .signals import loop_with_signals
 from .stats import Stats, add_handler_time
 
@@ -111,7 +112,8 @@ class BaseSession:
         self._signals = signals
         self._stack = stack
         self._fatal: Optional[BaseException] = None
-        self._handle = ffi.new_handle(self)
+        self._handle = -1  # the number in SESSIONS while the C session exists
+        self._handles: list[int] = []  # those numbers (the session's, its statistics' view)
         self._c: Any = ffi.NULL
         self._stopping = False
         # notifications: the C session is used under this lock, and freed under it
@@ -239,9 +241,18 @@ class BaseSession:
                           "pass stack=True to mount on top of it")
         argv = [ffi.new("char[]", a.encode()) for a in self._argv]
         argv_c = ffi.new("char *[]", argv + [ffi.NULL])
-        with capture_log() as said:
-            c = self._new_c(len(argv), argv_c)
+        self._handle = register(self)
+        self._handles = [self._handle]
+        if self._stats is not None:
+            self._handles.append(self._stats.bind())
+        try:
+            with capture_log() as said:
+                c = self._new_c(len(argv), argv_c)
+        except BaseException:
+            self._give_back()
+            raise
         if c == ffi.NULL:
+            self._give_back()
             why = "; ".join(said) or "no reason given (see the 'pyfuse' log)"
             if any("unknown option" in m for m in said):
                 raise ValueError(f"mounting at {self.mountpoint}: libfuse refused the options "
@@ -251,6 +262,7 @@ class BaseSession:
         rc = lib.pyfuse_mount(c, os.fsencode(self.mountpoint))
         if rc != 0:
             lib.pyfuse_destroy(c)
+            self._give_back()
             raise OSError(-rc, f"mounting at {self.mountpoint} failed (see the 'pyfuse' log)")
         self._c = c
         self.connection = fuse_device(self.mountpoint)
@@ -301,7 +313,14 @@ class BaseSession:
             with self._c_lock:
                 lib.pyfuse_destroy(self._c)
                 self._c = ffi.NULL
+            self._give_back()
             self._freed()
+
+    def _give_back(self) -> None:
+        """The C session is freed: give back the numbers the shim called back with."""
+        for n in self._handles:
+            unregister(n)
+        self._handles = []
 
     def _free(self) -> None:
         """Unmount (if still mounted) and free the C session, if the loop has not done it

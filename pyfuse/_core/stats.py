@@ -31,7 +31,7 @@ from time import perf_counter_ns
 from typing import Any, Callable
 
 from .._pyfuse_c import ffi, lib
-from .dispatch import define
+from .dispatch import define, register
 
 __all__ = ["Stats", "WINDOW", "SAMPLE"]
 
@@ -116,14 +116,20 @@ class Stats:
         ``ops``, {name: number (PYFUSE_OP_*)}."""
         self.ops = ops
         self._view = _Timed(session, ops)
-        self._view_handle = ffi.new_handle(self._view)
-        c = lib.pyfuse_stats_new(self._view_handle)
+        c = lib.pyfuse_stats_new(0)  # the view's number: bind()
         if c == ffi.NULL:
             raise MemoryError("stats=True: no memory for the statistics' counters")
         #: What the shim counts into (pyfuse_new's stats), freed with this object.
         self.c = ffi.gc(c, lib.pyfuse_stats_free)
         self._async: dict[str, _AsyncRow] = {}
         self._async_lock = threading.Lock()
+
+    def bind(self) -> int:
+        """Give the view a number (pyfuse._core.dispatch.register) that the shim calls timed
+        requests with; returned, to be given back once the C session is freed."""
+        n = register(self._view)
+        self.c.handle = n
+        return n
 
     def record_async(self, op: str, arrived: int, started: int, done: int, err: int) -> None:
         """An async request of ``op`` was answered (``err``: 0 or its errno): perf_counter_ns

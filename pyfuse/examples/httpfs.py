@@ -35,7 +35,7 @@ from collections import OrderedDict
 from typing import Any, AsyncIterator, Optional, Sequence
 
 import pyfuse.lowlevel as ll
-from pyfuse import Attr, Config, DirEntry, FileInfo, FuseError
+from pyfuse import Attr, Config, FileInfo, FuseError
 
 from ._http import Http, HttpError, parse_http_date, parse_index
 
@@ -158,7 +158,7 @@ class HttpFS(ll.Operations):
         return FileInfo(keep_cache=True, cache_readdir=True)
 
     async def readdir(self, ino: int, offset: int, fh: int, plus: bool
-                      ) -> AsyncIterator[DirEntry]:
+                      ) -> AsyncIterator[tuple[str, Optional[Attr], int]]:
         d = self._node(ino)
         listing = await self._listing(d, fresh=offset == 0)
         for i, (name, is_dir) in enumerate(sorted(listing.items())):
@@ -168,7 +168,7 @@ class HttpFS(ll.Operations):
             # attributes only for what is known already (a HEAD per entry would be a round
             # trip each): the kernel looks the others up
             known = node is not None and (node.is_dir or node.checked)
-            yield DirEntry(name, node.attr() if known and node else None, i + 1)
+            yield name, node.attr() if known and node else None, i + 1
 
     def open(self, ino: int, flags: int) -> FileInfo:
         if flags & 3:

@@ -24,7 +24,7 @@ import time
 from typing import Iterator, Optional, Sequence
 
 import pyfuse.lowlevel as ll
-from pyfuse import Attr, DirEntry, FileInfo, FuseError
+from pyfuse import Attr, FileInfo, FuseError
 
 
 class Latency(ll.Operations):
@@ -78,13 +78,13 @@ class Latency(ll.Operations):
         data = unit * ((end - offset) // 4096 + 1)
         return data[:end - offset]
 
-    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Iterator[DirEntry]:
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Iterator[tuple[str, Attr]]:
         if ino != ll.ROOT_INO:
             raise FuseError(errno.ENOTDIR)
-        yield DirEntry(".", self.root)
-        yield DirEntry("..", self.root)
+        yield ".", self.root
+        yield "..", self.root
         for name, child in self.names.items():
-            yield DirEntry(name, self.attrs[child])
+            yield name, self.attrs[child]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -29,7 +29,7 @@ import stat
 from typing import Iterator, Optional, Sequence, Union
 
 import pyfuse
-from pyfuse import Attr, DirEntry
+from pyfuse import Attr
 
 from ._memstore import MAX_FILE_SIZE, Inode, Store, err
 
@@ -211,7 +211,7 @@ class Memory(pyfuse.Operations):
 
     # -- directories -------------------------------------------------------------------------
     def readdir(self, path: str, offset: int, fh: int, plus: bool
-                ) -> Iterator[Union[str, DirEntry]]:
+                ) -> Iterator[Union[str, tuple[str, Attr]]]:
         with self._mutex:
             node = self._lookup(path)
             if not node.is_dir:
@@ -220,7 +220,7 @@ class Memory(pyfuse.Operations):
         yield "."
         yield ".."
         for name, child in entries:
-            yield DirEntry(name, child.attr)
+            yield name, child.attr
 
 
 #: Inode numbers are the filesystem's own (hard links share one); unlinked open files stay usable;

@@ -29,7 +29,7 @@ from typing import Iterator, Optional, Sequence
 
 import pyfuse
 import pyfuse.lowlevel as ll
-from pyfuse import Attr, DirEntry
+from pyfuse import Attr
 
 from ._memstore import Inode, Store, err
 
@@ -203,13 +203,13 @@ class MemoryLL(ll.Operations):
             self.store.removexattr(self._node(ino), name)
 
     # -- directories -------------------------------------------------------------------------
-    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Iterator[DirEntry]:
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Iterator[tuple[str, Attr]]:
         with self._mutex:
             node = self._dir(ino)
             assert node.parent is not None
             # copies: the entries are packed in batches, after this lock is released
-            entries = [DirEntry(".", node.attr.copy()), DirEntry("..", node.parent.attr.copy())]
-            entries += [DirEntry(name, child.attr.copy()) for name, child in node.children.items()]
+            entries = [(".", node.attr.copy()), ("..", node.parent.attr.copy())]
+            entries += [(name, child.attr.copy()) for name, child in node.children.items()]
         return iter(entries)
 
 

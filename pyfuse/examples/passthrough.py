@@ -28,7 +28,7 @@ import stat
 from typing import Iterator, Optional, Sequence, Union
 
 import pyfuse
-from pyfuse import Attr, DirEntry
+from pyfuse import Attr
 
 
 class Passthrough(pyfuse.Operations):
@@ -236,13 +236,13 @@ class Passthrough(pyfuse.Operations):
         os.fsync(fh)
 
     def readdir(self, path: Optional[str], offset: int, fh: int, plus: bool
-                ) -> Iterator[Union[str, DirEntry]]:
+                ) -> Iterator[Union[str, tuple[str, Attr]]]:
         yield "."
         yield ".."
         with os.scandir(fh) as it:  # a duplicate of the directory's fd, rewound when done
             for e in it:
                 try:
-                    yield DirEntry(e.name, Attr.from_stat(e.stat(follow_symlinks=False)))
+                    yield e.name, Attr.from_stat(e.stat(follow_symlinks=False))
                 except FileNotFoundError:
                     continue  # removed while listing
 

@@ -10,22 +10,21 @@ releasedir, forget, init, destroy and interrupts are written out.
 """
 from __future__ import annotations
 
-import errno
 import re
+import struct
 import time
 import types
 from typing import Any
 
 from .._core.convert import ATTR_STRUCT, ENC
 from .._core.convert import path as _name
-from .._core.dispatch import define, extern, log
+from .._core.dispatch import SESSIONS, define, extern, log
 from .._core.poll import poll_handle
 from .._core.readdir import PENDING
 from .._pyfuse_c import ffi, lib
 from ..types import Attr, Lock
 from . import _replies as R
 
-_from_handle = ffi.from_handle
 _buffer = ffi.buffer
 _Coro = types.CoroutineType
 _reply_dir = lib.pyfuse_ll_reply_dir
@@ -35,7 +34,7 @@ _SET_ATIME, _SET_MTIME = lib.FUSE_SET_ATTR_ATIME, lib.FUSE_SET_ATTR_MTIME
 
 _BODY = """\
 def {name}(h, req, {params}):
-    _s = _from_handle(h)
+    _s = _SESSIONS[h]
     try:
         _r = _s._op_{op}({call})
 {fast}        if _r.__class__ is _Coro:
@@ -47,45 +46,59 @@ def {name}(h, req, {params}):
         return _s._fail(_e, {op!r}, {where})
     return 0
 """
-# The common result of the operations that reply attributes or an entry, a plain Attr, replied
-# in the body itself: packed inline (no call of _replies' reply, _pack and pack_attr: three
-# Python frames a request). Anything else, and a packing that raises (the reply then raises
-# the BadReturn that names the bad value), takes the general reply.
-_PACK_FIELDS = ", ".join(f"_r.{f}" for f in Attr.__slots__)  # ATTR_STRUCT's order
-_PACK_INLINE = """\
+# The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_ll_out): the common results of the
+# operations that reply attributes or an entry go back to C in the calling thread's out struct,
+# and the callback returns the PYFUSE_REPLY_* code that tells C what to reply once it has
+# returned: no call into C while the GIL is held. A plain Attr is its own C struct (copied as
+# it is); a PackedEntry (pyfuse.compat's, packed and checked) comes with its generation and
+# timeouts. C checks the attributes (inode 0, file type, 32-bit fields) and logs a refusal.
+# Anything else takes the general reply (_replies), which raises the BadReturn that names a
+# bad value.
+_ATTR_OUT = """\
         if _r.__class__ is _Attr:
-            try:
-                _p = _pack_c({fields})
-            except Exception:
-                _p = None
-            if _p is not None:
-"""
-# What pyfuse.compat's adapters return, a PackedEntry (packed and checked): replied as it is.
-_READY = """\
-        if _r.__class__ is _PackedEntry:
+            _o = _OA.get(out)
+            if _o is None:
+                _o = _out(out, _OA)
+            _o[:] = _r
+            return {code}
 """
 _FAST = {
-    R.reply_attr: _PACK_INLINE + """\
-                if _c_attr(req, _p, _s._attr_timeout) == _EBADMSG:
-                    _refused(_EBADMSG, _p, "the attributes returned")
-                return 0
-""" + _READY + """\
-            if _c_attr(req, _r[0], _r[3]) == _EBADMSG:
-                _refused(_EBADMSG, _r[0], "the attributes returned")
+    R.reply_attr: _ATTR_OUT.replace("{code}", "_REPLY_ATTR") + """\
+        if _r.__class__ is _PackedEntry:
+            _rc = _c_attr(req, _r[0], _r[3])
+            if _rc < 0:
+                _refused(_rc, _r[0], "the attributes returned")
             return 0
 """,
-    R.reply_entry: _PACK_INLINE + """\
-                _rc = _c_entry(req, _p, 0, _s._entry_timeout, _s._attr_timeout)
-                if _rc == _EINVAL or _rc == _EBADMSG:
-                    _refused(_rc, _p, "the entry returned")
-                return 0
-""" + _READY + """\
-            _rc = _c_entry(req, *_r)
-            if _rc == _EINVAL or _rc == _EBADMSG:
-                _refused(_rc, _r[0], "the entry returned")
-            return 0
+    R.reply_entry: _ATTR_OUT.replace("{code}", "_REPLY_ENTRY") + """\
+        if _r.__class__ is _PackedEntry:
+            _o = _OE.get(out)
+            if _o is None:
+                _o = _out(out, _OE)
+            _o[:_ATTR_SIZE] = _r[0]
+            _tail(_o, _ATTR_SIZE, _r[1], _r[2], _r[3])
+            return _REPLY_ENTRY_OUT
 """,
 }
+#: The operations whose callbacks take the out argument (csrc/ll_callbacks_cdef.h).
+_OUT_OPS = {"lookup", "getattr", "setattr", "mknod", "mkdir", "symlink", "link"}
+#: The threads' out structs seen so far, as buffers (by address): the attributes (_OA) and
+#: the whole struct (_OE). A thread's address stays; a new thread adds one (few: the loop's).
+_OA: dict[int, Any] = {}
+_OE: dict[int, Any] = {}
+_OUT_SIZE = ffi.sizeof("struct pyfuse_ll_out")
+_ATTR_SIZE = ATTR_STRUCT.size
+_tail = struct.Struct("=Qdd").pack_into  # generation, entry_timeout, attr_timeout
+_cast = ffi.cast
+
+
+def _out(out: int, cache: dict[int, Any]) -> Any:
+    """The buffer over the out struct at address ``out`` (its attributes for _OA), kept."""
+    if len(cache) > 4096:  # threads come and go (libfuse's workers): start again
+        cache.clear()
+    b = cache[out] = _buffer(_cast("char *", out), _ATTR_SIZE if cache is _OA else _OUT_SIZE)
+    return b
+
 
 #: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)
 _NAMED = "(parent, name)", "(parent, _name(name))"
@@ -144,8 +157,7 @@ _SPECS: list[tuple[str, str, str, Any, Any, str]] = [
 
 def _setattr_args(a: Any, to_set: int) -> tuple[Attr, int]:
     """setattr's (Attr, to_set), with times set to "now" filled in."""
-    attr = Attr(a.mode, a.ino, a.nlink, a.uid, a.gid, a.size, a.blocks, a.rdev, a.blksize,
-                a.atime_ns, a.mtime_ns, a.ctime_ns)
+    attr = Attr.from_buffer_copy(_buffer(a))  # struct pyfuse_attr, as it is
     if to_set & (_ATIME_NOW | _MTIME_NOW):
         now = time.time_ns()
         if to_set & _ATIME_NOW:
@@ -165,20 +177,24 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
     name = "pyfuse_ll_cb_" + op
     named = params.startswith("parent, name") or params.startswith("target, parent, name")
     where, where_later = _NAMED if named else (params.split(",")[0], params.split(",")[0])
-    fast = _FAST.get(reply, "").format(fields=_PACK_FIELDS)
+    fast = _FAST.get(reply, "") if op in _OUT_OPS else ""
+    if op in _OUT_OPS:
+        params += ", out"
     # names (never NULL here) decoded inline, as convert.path does: one Python frame fewer
     call = re.sub(r"_name\((\w+)\)", r"_string(\1).decode(_ENC, 'surrogateescape')", call)
     src = _BODY.format(name=name, params=params, op=op, call=call, where=where,
                        where_later=where_later, extra=f", {extra}" if extra else "",
                        extra_tuple=f"{extra}," if extra else "", fast=fast)
     fn = define(src, name, f"<pyfuse lowlevel callback {name}>",
-                {"_from_handle": _from_handle, "_Coro": _Coro, "_reply": reply, "_failf": fail,
+                {"_SESSIONS": SESSIONS, "_Coro": _Coro, "_reply": reply, "_failf": fail,
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
                  "_setattr_args": _setattr_args, "_lock": _lock, "_poll_handle": poll_handle,
-                 "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_pack_c": ATTR_STRUCT.pack,
+                 "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_OA": _OA, "_OE": _OE,
+                 "_out": _out, "_tail": _tail, "_ATTR_SIZE": _ATTR_SIZE,
+                 "_REPLY_ATTR": lib.PYFUSE_REPLY_ATTR, "_REPLY_ENTRY": lib.PYFUSE_REPLY_ENTRY,
+                 "_REPLY_ENTRY_OUT": lib.PYFUSE_REPLY_ENTRY_OUT,
                  "_PackedEntry": R.PackedEntry, "_c_attr": lib.pyfuse_ll_reply_attr,
-                 "_c_entry": lib.pyfuse_ll_reply_entry, "_refused": R.refused,
-                 "_EINVAL": -errno.EINVAL, "_EBADMSG": -errno.EBADMSG})
+                 "_refused": R.refused})
     extern(fn, name)
 
 
@@ -192,7 +208,7 @@ for _spec in _SPECS:
 
 @extern
 def pyfuse_ll_cb_readdir(h, req, ino, off, d, fill, plus):
-    s = _from_handle(h)
+    s = SESSIONS[h]
     res = s._listings.serve(s._op_readdir, ino, off, d, fill, plus)
     if res == 0:
         _reply_dir(fill)
@@ -203,7 +219,7 @@ def pyfuse_ll_cb_readdir(h, req, ino, off, d, fill, plus):
 
 @extern
 def pyfuse_ll_cb_releasedir(h, req, ino, d):
-    s = _from_handle(h)
+    s = SESSIONS[h]
     s._listings.release(d)
     fn = s._op_releasedir
     if fn is None:
@@ -220,7 +236,7 @@ def pyfuse_ll_cb_releasedir(h, req, ino, d):
 
 @extern
 def pyfuse_ll_cb_forget(h, req, forgets, count):
-    s = _from_handle(h)
+    s = SESSIONS[h]
     fn = s._op_forget
     for i in range(count):
         f = forgets[i]
@@ -235,7 +251,7 @@ def pyfuse_ll_cb_forget(h, req, forgets, count):
 
 @extern
 def pyfuse_ll_cb_init(h):
-    s = _from_handle(h)
+    s = SESSIONS[h]
     try:
         s._bridge.run_now(s.ops.init())
     except BaseException as e:
@@ -244,7 +260,7 @@ def pyfuse_ll_cb_init(h):
 
 
 def pyfuse_ll_cb_destroy(h):
-    s = _from_handle(h)
+    s = SESSIONS[h]
     try:
         s._bridge.run_now(s.ops.destroy())
     except BaseException as e:
@@ -255,7 +271,7 @@ extern(pyfuse_ll_cb_destroy, void=True)
 
 
 def pyfuse_ll_cb_interrupt(h, key):
-    _from_handle(h)._bridge.interrupt(key)
+    SESSIONS[h]._bridge.interrupt(key)
 
 
 extern(pyfuse_ll_cb_interrupt, void=True)

@@ -17,6 +17,7 @@ from ..types import FdRange, FileInfo, Lock
 from .operations import Entry
 
 _EINVAL, _EBADMSG = -errno.EINVAL, -errno.EBADMSG
+_REFUSED = (_EINVAL, _EBADMSG, -errno.ERANGE)  # what C refuses attributes with
 _c_entry = lib.pyfuse_ll_reply_entry
 _c_attr = lib.pyfuse_ll_reply_attr
 _c_buf = lib.pyfuse_ll_reply_buf
@@ -37,6 +38,10 @@ def refused(rc: int, packed: bytes, what: str) -> None:
     if rc == _EINVAL:
         raise Refused(f"{what} has inode number 0 (an inode the kernel is given must have a "
                       "number); replied EIO")
+    if rc == -errno.ERANGE:
+        nlink, uid, gid = ATTR_STRUCT.unpack(packed)[2:5]
+        raise Refused(f"{what} has nlink {nlink}, uid {uid}, gid {gid}: beyond 32 bits (inode "
+                      f"{ino}); replied EIO")
     raise Refused(f"{what} has mode {mode:#o}, which has no valid file type (inode {ino}); "
                   "replied EIO")
 
@@ -89,7 +94,7 @@ def reply_entry(s: Any, req: Any, r: Any) -> None:
     parts: Any = r if type(r) is PackedEntry else entry_parts(s, r)
     packed, gen, et, at = parts
     rc = _c_entry(req, packed, gen, et, at)
-    if rc == _EINVAL or rc == _EBADMSG:
+    if rc in _REFUSED:
         refused(rc, packed, "the entry returned")
 
 
@@ -104,8 +109,9 @@ def reply_attr(s: Any, req: Any, r: Any) -> None:
     else:
         packed = _pack(r, "expected an Attr")
         at = s._attr_timeout
-    if _c_attr(req, packed, at) == _EBADMSG:
-        refused(_EBADMSG, packed, "the attributes returned")
+    rc = _c_attr(req, packed, at)
+    if rc in _REFUSED:
+        refused(rc, packed, "the attributes returned")
 
 
 def reply_none(s: Any, req: Any, r: Any) -> None:
@@ -148,7 +154,7 @@ def reply_create(s: Any, req: Any, r: Any) -> None:
     packed, gen, et, at = entry_parts(s, entry)
     fh, bits = open_parts(opened, "create")
     rc = lib.pyfuse_ll_reply_create(req, packed, gen, et, at, fh, bits)
-    if rc == _EINVAL or rc == _EBADMSG:
+    if rc in _REFUSED:
         refused(rc, packed, "the entry create returned")
 
 

@@ -202,7 +202,7 @@ def lookups(ino: int) -> int:
     count has already been lowered by that forget. Raises RuntimeError outside a handler
     (use :meth:`Session.lookups` there)."""
     p = CURRENT.get()
-    n = lib.pyfuse_ll_req_lookups(ffi.NULL if p is None else p.req, ino)
+    n = lib.pyfuse_ll_req_lookups(0 if p is None else p.req, ino)
     if n == _NONE:
         raise RuntimeError("pyfuse.lowlevel.lookups() called outside a filesystem request")
     return int(n)
