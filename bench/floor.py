@@ -108,25 +108,28 @@ def install_ll() -> None:
     outs: dict[int, object] = {}  # the threads' out structs, as buffers
     entry, attr = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ATTR
 
+    size, at = ATTR_STRUCT.size, ffi.offsetof("struct pyfuse_ll_out", "name")
+
     def buf(out: int):  # noqa: ANN202
         b = outs.get(out)
         if b is None:
-            b = outs[out] = ffi.buffer(ffi.cast("char *", out), ATTR_STRUCT.size)
+            b = outs[out] = ffi.buffer(ffi.cast("char *", out), ffi.sizeof("struct pyfuse_ll_out"))
         return b
 
     # the cheap crossing, as pyfuse's own callbacks: the answer copied into the thread's out
     # struct, C replies it once the callback has returned (the session's timeouts)
     @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
-    def lookup_floor(h, req, parent, name, out):
-        a = by_name.get(_string(name))
+    def lookup_floor(h, req, parent, namelen, out):
+        b = buf(out)
+        a = by_name.get(b[at:at + namelen])  # the name, as pyfuse's lookup gets it
         if a is None:
             return -errno.ENOENT
-        buf(out)[:] = a
+        b[:size] = a
         return entry
 
     @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
     def getattr_floor(h, req, ino, fh, has_fh, out):
-        buf(out)[:] = by_ino[ino]
+        buf(out)[:size] = by_ino[ino]
         return attr
 
 

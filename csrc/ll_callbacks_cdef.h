@@ -7,7 +7,8 @@
  * (see pyfuse_cdef.h). */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);
-int pyfuse_ll_cb_lookup(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
+/* lookup's name is in out->name (namelen bytes, at most 255) */
+int pyfuse_ll_cb_lookup(uint64_t h, pyfuse_req req, uint64_t parent, size_t namelen,
                         uint64_t out);
 int pyfuse_ll_cb_forget(uint64_t h, pyfuse_req req, const struct pyfuse_forget *forgets, size_t count);
 int pyfuse_ll_cb_getattr(uint64_t h, pyfuse_req req, uint64_t ino, uint64_t fh, int has_fh,

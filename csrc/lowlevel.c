@@ -130,11 +130,15 @@ static void ll_destroy(void *userdata)
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    size_t len = strlen(name);
     int res;
 
-    if (too_long(req, name))
+    if (len >= sizeof ll_out.name) {
+        fuse_reply_err(req, ENAMETOOLONG);
         return;
-    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, name, OUT);
+    }
+    memcpy(ll_out.name, name, len);
+    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, len, OUT);
     if (res < 0)
         pyfuse_ll_fail_lookup(pyfuse_req_of(req), -res);
     else

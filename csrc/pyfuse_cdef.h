@@ -266,6 +266,7 @@ struct pyfuse_ll_out {
     struct pyfuse_attr attr;
     uint64_t generation;
     double entry_timeout, attr_timeout;
+    char name[256]; /* lookup's name, copied in by C (namelen bytes): no cdata, no ffi.string */
 };
 enum {
     PYFUSE_REPLY_ATTR = 1,      /* out.attr, with the session's attr_timeout */

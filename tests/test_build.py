@@ -165,3 +165,24 @@ def test_missing_libfuse_gives_one_line(tmp_path):
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "libfuse3-dev" in lines[0], r.stderr
+
+
+@pytest.mark.timeout(300)
+def test_shim_is_optimised_whatever_cflags_say(tmp_path):
+    """setuptools >= 75.7 no longer passes CPython's -O3 -DNDEBUG, and a user's CFLAGS may say
+    -O0: build_ffi.py puts -O2 -DNDEBUG last on every compile line of the shim (checked on the
+    line that compiles csrc/lowlevel.c, the hot trampolines)."""
+    if not os.path.exists(os.path.join(ROOT, "build_ffi.py")):
+        pytest.skip("needs the source tree's build_ffi.py")
+    os.symlink(os.path.join(ROOT, "csrc"), tmp_path / "csrc")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import build_ffi; "
+            "build_ffi.ffibuilder.compile(tmpdir=sys.argv[2], verbose=True)")
+    env = dict(os.environ, CFLAGS="-O0 -UNDEBUG")
+    out = subprocess.run([sys.executable, "-c", code, ROOT, str(tmp_path)], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=280)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    line = next(ln for ln in (out.stdout + out.stderr).splitlines() if "lowlevel.c" in ln
+                and " -c " in ln)
+    flags = [f for f in line.split() if re.fullmatch(r"-O\w*|-[DU]NDEBUG", f)]
+    assert "-O0" in flags and "-UNDEBUG" in flags  # the user's CFLAGS reached the line...
+    assert flags[-2:] == ["-O2", "-DNDEBUG"], flags  # ...and the shim's own come last

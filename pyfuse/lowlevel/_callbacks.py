@@ -90,6 +90,9 @@ _OUT_SIZE = ffi.sizeof("struct pyfuse_ll_out")
 _ATTR_SIZE = ATTR_STRUCT.size
 _tail = struct.Struct("=Qdd").pack_into  # generation, entry_timeout, attr_timeout
 _cast = ffi.cast
+_NAME = ffi.offsetof("struct pyfuse_ll_out", "name")
+_REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
+_PackedEntry = R.PackedEntry
 
 
 def _out(out: int, cache: dict[int, Any]) -> Any:
@@ -103,7 +106,6 @@ def _out(out: int, cache: dict[int, Any]) -> Any:
 #: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)
 _NAMED = "(parent, name)", "(parent, _name(name))"
 _SPECS: list[tuple[str, str, str, Any, Any, str]] = [
-    ("lookup", "parent, name", "parent, _name(name)", R.reply_entry, R.fail_lookup, ""),
     ("getattr", "ino, fh, has_fh", "ino, fh if has_fh else None", R.reply_attr, R.fail_err,
      ""),
     ("setattr", "ino, attr, to_set, fh, has_fh",
@@ -204,6 +206,34 @@ for _spec in _SPECS:
 
 # ---------------------------------------------------------------------------------------------
 # written out
+
+
+@extern
+def pyfuse_ll_cb_lookup(h, req, parent, namelen, out):
+    # the hottest request, written out: its name is read from the thread's out struct (one
+    # bytes object, no cdata) and the answer written back there (see _ATTR_OUT)
+    s = SESSIONS[h]
+    o = _OE.get(out)
+    if o is None:
+        o = _out(out, _OE)
+    name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
+    try:
+        r = s._op_lookup(parent, name)
+        if r.__class__ is Attr:
+            o[:_ATTR_SIZE] = r
+            return _REPLY_ENTRY
+        if r.__class__ is _PackedEntry:
+            o[:_ATTR_SIZE] = r[0]
+            _tail(o, _ATTR_SIZE, r[1], r[2], r[3])
+            return _REPLY_ENTRY_OUT
+        if r.__class__ is _Coro:
+            return s._defer(r, req, R.reply_entry, R.fail_lookup, "lookup", (parent, name), ())
+        R.reply_entry(s, req, r)
+    except R.Refused as e:
+        s._refused(e, "lookup", (parent, name))
+    except BaseException as e:
+        return s._fail(e, "lookup", (parent, name))
+    return 0
 
 
 @extern
