@@ -1,6 +1,6 @@
 /* Every C-to-Python entry point. build_ffi.py wraps this file in extern "Python+C" { ... } for
  * cffi; the C sources include it as plain prototypes. Each returns 0 or a negative errno unless
- * noted; h is the session's ffi.new_handle(). */
+ * noted; h is the session's number (pyfuse._core.dispatch.SESSIONS). */
 int pyfuse_cb_init(uint64_t h);
 void pyfuse_cb_destroy(uint64_t h);
 int pyfuse_cb_getattr(uint64_t h, const char *path, struct pyfuse_attr *out, uint64_t fh, int has_fh);

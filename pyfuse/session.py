@@ -2,8 +2,8 @@
 
 A :class:`Session` owns one libfuse instance: it builds the argument list, mounts, runs libfuse's
 loop (with the GIL released; handlers take it only while they run), and unmounts and destroys on
-the way out. The session's ``ffi.new_handle`` lives exactly as long as the Session object, which
-outlives the C instance, so callbacks never see a dead handle.
+the way out. Callbacks find the session by its number in ``pyfuse._core.dispatch.SESSIONS``,
+held from before the C instance is made until after it is freed, so they never see a dead one.
 """
 from __future__ import annotations
 
