@@ -13,8 +13,8 @@ from typing import Any
 
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
-from ..types import Attr, DirEntry
-from .convert import ATTR_STRUCT, ENC, NO_ATTR, PackedAttr, pack_attr
+from ..types import DirEntry
+from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
 
 __all__ = ["Batch", "pack", "culprit", "FILL_ERRORS", "POSITIONAL", "OFFSETS", "UNKNOWN"]
 
@@ -50,7 +50,7 @@ class Batch:
                       self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
 
 
-_ONLY_DIRENTRY, _ONLY_TUPLE, _ONLY_ATTR, _ONLY_PACKED = {DirEntry}, {tuple}, {Attr}, {PackedAttr}
+_ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
 
 
 def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
