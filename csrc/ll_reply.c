@@ -216,6 +216,17 @@ int pyfuse_ll_send_entry(struct pyfuse_session *s, fuse_req_t req,
     return res;
 }
 
+void pyfuse_ll_entry_param(struct fuse_entry_param *e, const struct pyfuse_attr *a,
+                           uint64_t generation, double entry_timeout, double attr_timeout)
+{
+    memset(e, 0, sizeof *e);
+    e->ino = a->ino;
+    e->generation = generation;
+    e->entry_timeout = entry_timeout;
+    e->attr_timeout = attr_timeout;
+    pyfuse_attr_to_stat(a, &e->attr);
+}
+
 /* Check a packed attribute and make it an entry; 0, or -errno having replied EIO. */
 static int entry_of(fuse_req_t req, const char *attr, uint64_t generation, double et,
                     double at, struct fuse_entry_param *e)
@@ -229,12 +240,7 @@ static int entry_of(fuse_req_t req, const char *attr, uint64_t generation, doubl
         fuse_reply_err(req, EIO);
         return -bad;
     }
-    memset(e, 0, sizeof *e);
-    e->ino = a.ino;
-    e->generation = generation;
-    e->entry_timeout = et;
-    e->attr_timeout = at;
-    pyfuse_attr_to_stat(&a, &e->attr);
+    pyfuse_ll_entry_param(e, &a, generation, et, at);
     return 0;
 }
 

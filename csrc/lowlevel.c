@@ -41,56 +41,49 @@ static inline void done(fuse_req_t req, int res)
 static __thread struct pyfuse_ll_out ll_out;
 #define OUT ((uint64_t)(uintptr_t)&ll_out)
 
-/* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a PYFUSE_REPLY_* code: the reply of
- * ll_out. Refused attributes (pyfuse_check_attr) get EIO and a logged error that names the
- * request: op of inode ino, or op 'name' in inode ino. */
+/* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
+ * PYFUSE_REPLY_* code: the reply of ll_out, attributes (REPLY_ATTR, _ATTR_OUT) or an entry
+ * (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's. Refused attributes
+ * (pyfuse_check_attr) get EIO and a logged error that names the request: op of inode ino, or
+ * op 'name' in inode ino. */
 static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const char *name)
 {
     const struct pyfuse_ll_out *o = &ll_out;
-    struct pyfuse_session *s;
-    struct fuse_entry_param e;
+    const struct pyfuse_config *cfg;
+    int attr_only = res == PYFUSE_REPLY_ATTR || res == PYFUSE_REPLY_ATTR_OUT;
+    int own = res == PYFUSE_REPLY_ATTR_OUT || res == PYFUSE_REPLY_ENTRY_OUT;
     int bad;
 
     if (res <= 0) { /* (0: req may be gone already) */
         done(req, res);
         return;
     }
-    s = pyfuse_ll_of(req);
-    bad = pyfuse_check_attr(&o->attr, res != PYFUSE_REPLY_ATTR);
+    cfg = &pyfuse_ll_of(req)->cfg;
+    bad = pyfuse_check_attr(&o->attr, !attr_only);
     if (bad != 0) {
         char msg[320];
+        int n = name != NULL ? snprintf(msg, sizeof msg, "%s '%.100s' in inode %llu: ", op, name,
+                                        (unsigned long long)ino)
+                             : snprintf(msg, sizeof msg, "%s of inode %llu: ", op,
+                                        (unsigned long long)ino);
 
         fuse_reply_err(req, EIO);
-        if (name != NULL)
-            snprintf(msg, sizeof msg, "%s '%.100s' in inode %llu: ", op, name,
-                     (unsigned long long)ino);
-        else
-            snprintf(msg, sizeof msg, "%s of inode %llu: ", op, (unsigned long long)ino);
-        pyfuse_refusal(msg + strlen(msg), sizeof msg - strlen(msg), &o->attr, bad,
-                          res == PYFUSE_REPLY_ATTR ? "the attributes returned"
-                                                   : "the entry returned");
+        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &o->attr, bad,
+                       attr_only ? "the attributes returned" : "the entry returned");
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
-        return;
-    }
-    if (res == PYFUSE_REPLY_ATTR) {
+    } else if (attr_only) {
         struct stat st;
 
         pyfuse_attr_to_stat(&o->attr, &st);
-        fuse_reply_attr(req, &st, s->cfg.attr_timeout);
-        return;
-    }
-    memset(&e, 0, sizeof e);
-    e.ino = o->attr.ino;
-    if (res == PYFUSE_REPLY_ENTRY_OUT) {
-        e.generation = o->generation;
-        e.entry_timeout = o->entry_timeout;
-        e.attr_timeout = o->attr_timeout;
+        fuse_reply_attr(req, &st, own ? o->attr_timeout : cfg->attr_timeout);
     } else {
-        e.entry_timeout = s->cfg.entry_timeout;
-        e.attr_timeout = s->cfg.attr_timeout;
+        struct fuse_entry_param e;
+
+        pyfuse_ll_entry_param(&e, &o->attr, own ? o->generation : 0,
+                              own ? o->entry_timeout : cfg->entry_timeout,
+                              own ? o->attr_timeout : cfg->attr_timeout);
+        pyfuse_ll_send_entry(pyfuse_ll_of(req), req, &e);
     }
-    pyfuse_attr_to_stat(&o->attr, &e.attr);
-    pyfuse_ll_send_entry(s, req, &e);
 }
 
 /* Names longer than local filesystems allow get ENAMETOOLONG without Python (as on tmpfs). */

@@ -186,12 +186,16 @@ void pyfuse_lookups_add(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, int 
 int pyfuse_lookups_drop(struct pyfuse_lookups *t, uint64_t ino, uint64_t n, uint64_t *held);
 /* ll_reply.c: whether attributes may go to the kernel (0; EINVAL: an entry's inode 0;
  * EBADMSG: no valid file type; ERANGE: nlink, uid or gid beyond 32 bits), the message that
- * says why not (what: "the entry returned"...), and an entry sent with its lookup counted. */
+ * says why not (what: "the entry returned"...), and an entry sent with its lookup counted
+ * (both APIs check attributes this way: ops.c's getattr too). */
 int pyfuse_check_attr(const struct pyfuse_attr *a, int entry);
 void pyfuse_refusal(char *buf, size_t size, const struct pyfuse_attr *a, int bad,
                        const char *what);
 int pyfuse_ll_send_entry(struct pyfuse_session *s, fuse_req_t req,
                          const struct fuse_entry_param *e);
+/* The entry for attributes a (already checked) with its generation and timeouts. */
+void pyfuse_ll_entry_param(struct fuse_entry_param *e, const struct pyfuse_attr *a,
+                           uint64_t generation, double entry_timeout, double attr_timeout);
 /* readdir.c: a low-level listing's fill state over a buffer of size bytes (one allocation
  * a request, with the buffer) */
 struct pyfuse_fill *pyfuse_ll_fill_new(fuse_req_t req, size_t size, int plus);

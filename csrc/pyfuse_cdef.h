@@ -271,7 +271,8 @@ struct pyfuse_ll_out {
 enum {
     PYFUSE_REPLY_ATTR = 1,      /* out.attr, with the session's attr_timeout */
     PYFUSE_REPLY_ENTRY = 2,     /* out.attr as an entry, generation 0, the session's timeouts */
-    PYFUSE_REPLY_ENTRY_OUT = 3  /* out.attr as an entry, out's generation and timeouts */
+    PYFUSE_REPLY_ENTRY_OUT = 3, /* out.attr as an entry, out's generation and timeouts */
+    PYFUSE_REPLY_ATTR_OUT = 4   /* out.attr, with out's attr_timeout */
 };
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
  * 0), -EBADMSG (no valid file type) or -ERANGE (nlink, uid or gid beyond 32 bits): refused,

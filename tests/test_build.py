@@ -184,7 +184,9 @@ def test_shim_is_optimised_whatever_cflags_say(tmp_path):
             or shutil.which("pkg-config") is None \
             or subprocess.run(["pkg-config", "--exists", "fuse3"]).returncode != 0:
         pytest.skip("building the shim needs setuptools, a C compiler and libfuse3's pkg-config")
-    os.symlink(os.path.join(ROOT, "csrc"), tmp_path / "csrc")
+    # a copy: the compiler writes its objects beside the sources (a link would put them into
+    # the checkout's csrc/, where make would then try to rebuild them)
+    shutil.copytree(os.path.join(ROOT, "csrc"), tmp_path / "csrc")
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import build_ffi; "
             "build_ffi.ffibuilder.compile(tmpdir=sys.argv[2], verbose=True)")
     env = dict(os.environ, CFLAGS="-O0 -UNDEBUG")

@@ -62,23 +62,20 @@ _ATTR_OUT = """\
             _o[:] = _r
             return {code}
 """
-_FAST = {
-    R.reply_attr: _ATTR_OUT.replace("{code}", "_REPLY_ATTR") + """\
-        if _r.__class__ is _PackedEntry:
-            _rc = _c_attr(req, _r[0], _r[3])
-            if _rc < 0:
-                _refused(_rc, _r[0], "the attributes returned")
-            return 0
-""",
-    R.reply_entry: _ATTR_OUT.replace("{code}", "_REPLY_ENTRY") + """\
+_PACKED_OUT = """\
         if _r.__class__ is _PackedEntry:
             _o = _OE.get(out)
             if _o is None:
                 _o = _out(out, _OE)
             _o[:_ATTR_SIZE] = _r[0]
             _tail(_o, _ATTR_SIZE, _r[1], _r[2], _r[3])
-            return _REPLY_ENTRY_OUT
-""",
+            return {code}
+"""
+_FAST = {
+    R.reply_attr: (_ATTR_OUT.replace("{code}", "_REPLY_ATTR")
+                   + _PACKED_OUT.replace("{code}", "_REPLY_ATTR_OUT")),
+    R.reply_entry: (_ATTR_OUT.replace("{code}", "_REPLY_ENTRY")
+                    + _PACKED_OUT.replace("{code}", "_REPLY_ENTRY_OUT")),
 }
 #: The operations whose callbacks take the out argument (csrc/ll_callbacks_cdef.h).
 _OUT_OPS = {"lookup", "getattr", "setattr", "mknod", "mkdir", "symlink", "link"}
@@ -195,8 +192,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_out": _out, "_tail": _tail, "_ATTR_SIZE": _ATTR_SIZE,
                  "_REPLY_ATTR": lib.PYFUSE_REPLY_ATTR, "_REPLY_ENTRY": lib.PYFUSE_REPLY_ENTRY,
                  "_REPLY_ENTRY_OUT": lib.PYFUSE_REPLY_ENTRY_OUT,
-                 "_PackedEntry": R.PackedEntry, "_c_attr": lib.pyfuse_ll_reply_attr,
-                 "_refused": R.refused})
+                 "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT, "_PackedEntry": R.PackedEntry})
     extern(fn, name)
 
 
