@@ -251,7 +251,8 @@ def test_raw_fi_context_tuples_and_offsets_behave_as_on_mfusepy(serve, tmp_path)
     assert seen["mfusepy"][0] is True
     assert seen["runner-m"] == seen["mfusepy"]
     assert seen["import-m"] == seen["mfusepy"]
-    assert seen["runner-m"][1] == "/raw fh=1000 same=True direct_io=False\n"
+    assert seen["runner-m"][1] == "/raw fh=1001 same=True direct_io=False\n"
+    assert seen["runner-m"][2] == "/direct fh=1002 same=True direct_io=False\n"
 
 
 def _special(tmp_path: Any, variant: str) -> tuple[str, list[str], dict[str, str]]:

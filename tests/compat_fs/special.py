@@ -19,6 +19,7 @@ NAMES = [f"n{i:04d}" for i in range(300)]
 class Special(fuse.Operations):
     def __init__(self):
         self.opened = {}
+        self.opens = 0  # a count, not len(opened): the kernel sends release after close returns
 
     def getattr(self, path, fh=None):
         if path in ("/", "/tuples", "/offsets"):
@@ -44,7 +45,8 @@ class Special(fuse.Operations):
         return [(n, None, i + 1) for i, n in enumerate(NAMES)][offset:]
 
     def open(self, path, fi):
-        fi.fh = 1000 + len(self.opened)
+        fi.fh = 1000 + self.opens
+        self.opens += 1
         fi.direct_io = path == "/direct"
         fi.keep_cache = path == "/raw"
         self.opened[fi.fh] = fi.flags
