@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import stat
+import sys
 from array import array
 from typing import Any
 
@@ -50,39 +51,53 @@ class Batch:
                       self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
 
 
-_ONLY_DIRENTRY, _ONLY_TUPLE = {DirEntry}, {tuple}
+if sys.version_info >= (3, 10):
+    def _columns(batch: list[Any]) -> tuple[Any, ...]:
+        """The batch's columns (one ``zip`` pass), or () if its entries differ in length."""
+        try:
+            return tuple(zip(*batch, strict=True))
+        except (TypeError, ValueError):
+            return ()
+else:  # no zip(strict=): zip stops at the shortest entry, which the sum of lengths shows
+    def _columns(batch: list[Any]) -> tuple[Any, ...]:
+        """The batch's columns (one ``zip`` pass), or () if its entries differ in length."""
+        try:
+            cols = tuple(zip(*batch))
+            return cols if sum(map(len, batch)) == len(cols) * len(batch) else ()
+        except TypeError:
+            return ()
 
 
-def _split(batch: list[Any]) -> tuple[Any, bytes, Any, Any, Any]:
+def _split(batch: list[Any], fast: bool = True) -> tuple[Any, bytes, Any, Any, Any]:
     """(names, their NUL-separated encoding, attrs, offsets, inos) of a batch of entries.
 
-    The common batches (all names, or all DirEntry objects, or all (name, attr[, offset[,
-    ino]]) tuples of one length) are split at C speed: one pass for the types, one ``zip``;
-    names that are not str, attrs that do not pack and offsets or inode numbers that are not
-    integers are caught later by the join, the packing and the arrays. ``inos`` (None unless
-    the entries are 4-tuples) replace the attributes' inode numbers: one attribute template
-    shared by entries that each have their own inode (packed once, not once an entry).
+    ``fast``: the common batches (all names, or (name, attr[, offset[, ino]]) tuples and
+    DirEntry objects of one length) are split at C speed, one ``zip`` pass, without looking
+    at each entry's type: names that are not str, attrs that do not pack and offsets or inode
+    numbers that are not integers are caught later by the join, the packing and the arrays,
+    and so is any other entry the zip took apart (a str or bytes entry among tuples puts its
+    characters in the attribute and offset columns), after which :func:`pack` splits the batch
+    again with ``fast=False``: each entry normalised by its type, or refused by name.
+    ``inos`` (None unless the entries are 4-tuples) replace the attributes' inode numbers: one
+    attribute template shared by entries that each have their own inode (packed once, not
+    once an entry).
     """
     t = type(batch[0])
-    if t is str:
+    if not fast:
+        pass
+    elif t is str:
         try:
             return batch, "\0".join(batch).encode(ENC, "surrogateescape"), None, None, None
         except TypeError:
             pass  # not only names: normalise below
     elif t is DirEntry or t is tuple:
-        types = set(map(type, batch))
-        if types == _ONLY_DIRENTRY or types == _ONLY_TUPLE:
-            cols = tuple(zip(*batch))  # one pass transposes the batch into its columns
-            # tuples of different lengths (zip stopped at the shortest: the sum says so; it
-            # costs less than a max)
-            if t is tuple and sum(map(len, batch)) != len(cols) * len(batch):
-                cols = ()
-            if len(cols) == 4:
-                return cols[0], _join(cols[0]), cols[1], cols[2], cols[3]
-            if len(cols) == 3:
-                return cols[0], _join(cols[0]), cols[1], cols[2], None
-            if len(cols) == 2:
-                return cols[0], _join(cols[0]), cols[1], None, None
+        cols = _columns(batch)
+        if len(cols) == 4:
+            return cols[0], _join(cols[0]), cols[1], cols[2], cols[3]
+        if len(cols) == 3:
+            return cols[0], _join(cols[0]), cols[1], cols[2], None
+        if len(cols) == 2:
+            return cols[0], _join(cols[0]), cols[1], None, None
     norm: list[tuple[Any, ...]] = []
     for i, e in enumerate(batch):
         if isinstance(e, str):
@@ -159,7 +174,16 @@ FILL_ERRORS = {
 
 def pack(d: Any, batch: list[Any]) -> Batch:
     """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
-    names, blob, attrs, offs, inos = _split(batch)
+    mode = d.mode
+    try:
+        return _pack(d, batch, True)
+    except BadReturn:  # perhaps an entry the fast split took apart: each by its type
+        d.mode = mode
+        return _pack(d, batch, False)
+
+
+def _pack(d: Any, batch: list[Any], fast: bool) -> Batch:
+    names, blob, attrs, offs, inos = _split(batch, fast)
     if offs is None or not any(offs):
         offs_c = _NULL
         mode = POSITIONAL

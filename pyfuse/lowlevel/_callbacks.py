@@ -10,6 +10,7 @@ releasedir, forget, init, destroy and interrupts are written out.
 """
 from __future__ import annotations
 
+import codecs
 import re
 import struct
 import time
@@ -90,6 +91,7 @@ _cast = ffi.cast
 _NAME = ffi.offsetof("struct pyfuse_ll_out", "name")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
 _PackedEntry = R.PackedEntry
+_UTF8 = codecs.lookup(ENC).name == "utf-8"
 
 
 def _out(out: int, cache: dict[int, Any]) -> Any:
@@ -212,7 +214,13 @@ def pyfuse_ll_cb_lookup(h, req, parent, namelen, out):
     o = _OE.get(out)
     if o is None:
         o = _out(out, _OE)
-    name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
+    if _UTF8:  # (bytes.decode's default, without looking the codec and handler up)
+        try:
+            name = o[_NAME:_NAME + namelen].decode()
+        except UnicodeDecodeError:
+            name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
+    else:
+        name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
     try:
         r = s._op_lookup(parent, name)
         if r.__class__ is Attr:
