@@ -38,9 +38,9 @@ IMPLS: dict[str, list[str]] = {
     "cref": [CREF],
     # the same tree on libfuse's low-level API, numbered as the inode API's peers number it
     "cref-ll": [CREF_LL],
-    # bench/tree.py and bench/tree_ll.py as the docs teach (Attr objects, DirEntry generators)
+    # bench/tree.py and bench/tree_ll.py as the docs teach (Attr objects, generators of tuples)
     "pyfuse": [PY, os.path.join(HERE, "tree.py")],
-    # the binding's own cost: /big's readdir returns a prepared list of DirEntry objects
+    # the binding's own cost: /big's readdir returns a prepared list of tuples
     "pyfuse-prepared": [PY, os.path.join(HERE, "tree.py"), "--prepared"],
     # the same tree through the inode API (pyfuse.lowlevel), numbered as the low-level peers
     "pyfuse-ll": [PY, os.path.join(HERE, "tree_ll.py")],

@@ -1,0 +1,160 @@
+"""What the Python side of an inode-API request costs, in instructions (callgrind), without a
+mount and without cffi's upcall: the lookup and getattr callbacks of pyfuse.lowlevel called
+as cffi calls them, the filesystem's handlers alone (bench/tree_ll.py as the docs teach), and
+the callback's steps one at a time (a bare five-argument function, the session, the out
+buffer, the name, the reply copied into the out struct).
+
+    python bench/upcall_cost.py [--python PYTHON]
+
+Each row runs under ``valgrind --tool=callgrind`` twice (N and 2N calls) and prints the
+difference divided by N, so the interpreter's start-up cancels; the loop's own cost (the
+"loop" row) is in every other row. Slow: two valgrind runs a row, about ten seconds each.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+N = 10_000
+
+#: row: what it measures
+ROWS = {
+    "loop": "the loop alone (in every row below)",
+    "lookup": "pyfuse_ll_cb_lookup, as cffi calls it (the filesystem's lookup included)",
+    "getattr": "pyfuse_ll_cb_getattr, as cffi calls it (the filesystem's getattr included)",
+    "fs_lookup": "the filesystem's lookup alone (Tree.lookup, a cached child)",
+    "fs_getattr": "the filesystem's getattr alone (Tree.getattr)",
+    "call": "a five-argument function that finds its session and returns 0",
+    "out": "... and finds the thread's out buffer (a dict keyed by its address)",
+    "name": "... and takes lookup's name from it (a slice, decoded)",
+    "handler": "... and calls the filesystem's lookup",
+    "reply": "... and copies the Attr into the out struct (all of lookup's steps)",
+}
+
+
+def _setup() -> dict[str, Callable[[int], None]]:
+    """The rows, each a function running its calls n times."""
+    import pyfuse._core.dispatch as dispatch
+
+    found: dict[str, Any] = {}
+    registered = dispatch.extern
+
+    def record(fn: Any, name: Any = None, void: bool = False) -> Any:
+        found[name or fn.__name__] = fn
+        return registered(fn, name, void)
+
+    dispatch.extern = record  # the compiled callbacks are not module attributes: keep them
+    from pyfuse._pyfuse_c import ffi
+    from pyfuse.lowlevel import _callbacks as cb
+    dispatch.extern = registered
+
+    from bench.tree_ll import Tree
+
+    class Session:
+        pass
+
+    tree, s = Tree(), Session()
+    s._op_lookup, s._op_getattr = tree.lookup, tree.getattr  # as BaseSession binds them
+    h = dispatch.register(s)
+    out_struct = ffi.new("struct pyfuse_ll_out *")
+    out = int(ffi.cast("uintptr_t", out_struct))
+    name = b"f00003"
+    ffi.memmove(out_struct.name, name, len(name))
+    small = tree.lookup(1, "small").ino
+    ino = tree.lookup(small, "f00003").ino
+    lookup, getattr_ = found["pyfuse_ll_cb_lookup"], found["pyfuse_ll_cb_getattr"]
+    lookup(h, 0, small, len(name), out)  # the out buffer made, as after a first request
+    sessions, bufs, at, enc, size = dispatch.SESSIONS, cb._OE, cb._NAME, cb.ENC, cb._ATTR_SIZE
+
+    def call(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+        s = sessions[h]  # noqa: F841
+        return 0
+
+    def with_out(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+        s = sessions[h]  # noqa: F841
+        o = bufs.get(out)  # noqa: F841
+        return 0
+
+    def with_name(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+        s = sessions[h]  # noqa: F841
+        o = bufs.get(out)
+        n = o[at:at + namelen].decode(enc, "surrogateescape")  # noqa: F841
+        return 0
+
+    def with_handler(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+        s = sessions[h]
+        o = bufs.get(out)
+        n = o[at:at + namelen].decode(enc, "surrogateescape")
+        r = s._op_lookup(parent, n)  # noqa: F841
+        return 0
+
+    def with_reply(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+        s = sessions[h]
+        o = bufs.get(out)
+        n = o[at:at + namelen].decode(enc, "surrogateescape")
+        r = s._op_lookup(parent, n)
+        o[:size] = r
+        return 0
+
+    def five(fn: Callable[..., Any]) -> Callable[[int], None]:
+        def run(n: int) -> None:
+            for _ in range(n):
+                fn(h, 0, small, 6, out)
+        return run
+
+    def run_loop(n: int) -> None:
+        for _ in range(n):
+            pass
+
+    def run_getattr(n: int) -> None:
+        for _ in range(n):
+            getattr_(h, 0, ino, 0, 0, out)
+
+    def run_fs_lookup(n: int) -> None:
+        f = tree.lookup
+        for _ in range(n):
+            f(small, "f00003")
+
+    def run_fs_getattr(n: int) -> None:
+        f = tree.getattr
+        for _ in range(n):
+            f(ino, None)
+
+    return {"loop": run_loop, "lookup": five(lookup), "getattr": run_getattr,
+            "fs_lookup": run_fs_lookup, "fs_getattr": run_fs_getattr, "call": five(call),
+            "out": five(with_out), "name": five(with_name), "handler": five(with_handler),
+            "reply": five(with_reply)}
+
+
+def _count(python: str, row: str, n: int) -> int:
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                        python, os.path.abspath(__file__), "--run", row, str(n)],
+                       capture_output=True, text=True, check=True)
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if m is None:
+        raise SystemExit(f"callgrind printed no count for {row}: {r.stderr[-500:]}")
+    return int(m.group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--run", nargs=2, metavar=("ROW", "N"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.run:
+        _setup()[a.run[0]](int(a.run[1]))
+        return
+    for row, what in ROWS.items():
+        per = (_count(a.python, row, 2 * N) - _count(a.python, row, N)) / N
+        print(f"{row:11s} {per:7,.0f}  {what}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
