@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.upcall_cost import instructions  # noqa: E402
 
 N = 10_000
 
@@ -69,13 +72,7 @@ ROWS = {"5": "lookup's five arguments (h, req, parent, namelen, out; req and out
 
 
 def _count(python: str, d: str, row: str, n: int) -> int:
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                        python, "run.py", row, str(n)], cwd=d, capture_output=True, text=True,
-                       check=True)
-    m = re.search(r"Collected : (\d+)", r.stderr)
-    if m is None:
-        raise SystemExit(f"callgrind printed no count: {r.stderr[-500:]}")
-    return int(m.group(1))
+    return instructions([python, "run.py", row, str(n)], cwd=d)
 
 
 def main() -> None:

@@ -133,14 +133,18 @@ def _setup() -> dict[str, Callable[[int], None]]:
             "reply": five(with_reply)}
 
 
-def _count(python: str, row: str, n: int) -> int:
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                        python, os.path.abspath(__file__), "--run", row, str(n)],
-                       capture_output=True, text=True, check=True)
+def instructions(argv: list[str], cwd: str | None = None) -> int:
+    """What callgrind counts for the whole run of ``argv`` (in ``cwd``)."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                       cwd=cwd, capture_output=True, text=True, check=True)
     m = re.search(r"Collected : (\d+)", r.stderr)
     if m is None:
-        raise SystemExit(f"callgrind printed no count for {row}: {r.stderr[-500:]}")
+        raise SystemExit(f"callgrind printed no count for {argv}: {r.stderr[-500:]}")
     return int(m.group(1))
+
+
+def _count(python: str, row: str, n: int) -> int:
+    return instructions([python, os.path.abspath(__file__), "--run", row, str(n)])
 
 
 def main() -> None:
