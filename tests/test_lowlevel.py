@@ -320,6 +320,27 @@ class OneFile(ll.Operations):
         return Attr(mode=stat.S_IFREG | 0o644, ino=2, size=self.SIZE)
 
 
+@pytest.mark.timeout(60)
+def test_lookup_names_not_utf8_arrive_as_os_fsdecode_gives_them(mount_ops: Any,
+                                                                  mnt: str) -> None:
+    """A name that is not UTF-8 reaches lookup decoded with surrogateescape, as os.fsdecode
+    decodes it (the callback tries plain UTF-8 first), and one that is reaches it as it is."""
+    seen: list[str] = []
+
+    class Raw(OneFile):
+        NAME = os.fsdecode(b"b\xff")
+
+        def lookup(self, parent: int, name: str) -> Attr:
+            seen.append(name)
+            return super().lookup(parent, name)
+
+    mount_ops(Raw(), config=Config(entry_timeout=0, attr_timeout=0, negative_timeout=0))
+    assert os.stat(os.path.join(os.fsencode(mnt), b"b\xff")).st_ino == 2
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(mnt, "\u00e9t\u00e9"))
+    assert seen == ["b\udcff", "\u00e9t\u00e9"]
+
+
 class SlowSync(OneFile):
     """A synchronous read that polls pyfuse.context().interrupted."""
 

@@ -214,13 +214,11 @@ def pyfuse_ll_cb_lookup(h, req, parent, namelen, out):
     o = _OE.get(out)
     if o is None:
         o = _out(out, _OE)
-    if _UTF8:  # (bytes.decode's default, without looking the codec and handler up)
-        try:
-            name = o[_NAME:_NAME + namelen].decode()
-        except UnicodeDecodeError:
-            name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
-    else:
-        name = o[_NAME:_NAME + namelen].decode(ENC, "surrogateescape")
+    raw = o[_NAME:_NAME + namelen]
+    try:  # UTF-8: bytes.decode's default (no codec and handler looked up), else as os.fsdecode
+        name = raw.decode() if _UTF8 else raw.decode(ENC, "surrogateescape")
+    except UnicodeDecodeError:
+        name = raw.decode(ENC, "surrogateescape")
     try:
         r = s._op_lookup(parent, name)
         if r.__class__ is Attr:
