@@ -105,22 +105,24 @@ def install_ll() -> None:
                                                     for i in range(8)}}
     by_ino = {1: packed(1, model.DIR), 2: packed(2, model.DIR),
               **{1000 + i: packed(1000 + i, model.FILE) for i in range(8)}}
-    outs: dict[int, object] = {}  # the threads' out structs, as buffers
+    outs: list[object] = [None] * (lib.PYFUSE_LL_SLOTS + 1)  # the threads' out structs
     entry, attr = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ATTR
 
     size, at = ATTR_STRUCT.size, ffi.offsetof("struct pyfuse_ll_out", "name")
 
-    def buf(out: int):  # noqa: ANN202
-        b = outs.get(out)
+    def buf(slot: int):  # noqa: ANN202
+        b = outs[slot]
         if b is None:
-            b = outs[out] = ffi.buffer(ffi.cast("char *", out), ffi.sizeof("struct pyfuse_ll_out"))
+            b = ffi.buffer(lib.pyfuse_ll_out_here())
+            if slot < lib.PYFUSE_LL_SLOTS:  # (the last one: all taken, not kept)
+                outs[slot] = b
         return b
 
     # the cheap crossing, as pyfuse's own callbacks: the answer copied into the thread's out
     # struct, C replies it once the callback has returned (the session's timeouts)
     @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
-    def lookup_floor(h, req, parent, namelen, out):
-        b = buf(out)
+    def lookup_floor(h, slot, parent, namelen):
+        b = buf(slot)
         a = by_name.get(b[at:at + namelen])  # the name, as pyfuse's lookup gets it
         if a is None:
             return -errno.ENOENT
@@ -128,8 +130,8 @@ def install_ll() -> None:
         return entry
 
     @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
-    def getattr_floor(h, req, ino, fh, has_fh, out):
-        buf(out)[:size] = by_ino[ino]
+    def getattr_floor(h, slot, ino, fh, has_fh):
+        buf(slot)[:size] = by_ino[ino]
         return attr
 
 

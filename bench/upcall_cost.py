@@ -1,7 +1,7 @@
 """What the Python side of an inode-API request costs, in instructions (callgrind), without a
 mount and without cffi's upcall: the lookup and getattr callbacks of pyfuse.lowlevel called
 as cffi calls them, the filesystem's handlers alone (bench/tree_ll.py as the docs teach), and
-the callback's steps one at a time (a bare five-argument function, the session, the out
+the callback's steps one at a time (a bare four-argument function, the session, the out
 buffer, the name, the reply copied into the out struct).
 
     python bench/upcall_cost.py [--python PYTHON]
@@ -31,8 +31,8 @@ ROWS = {
     "getattr": "pyfuse_ll_cb_getattr, as cffi calls it (the filesystem's getattr included)",
     "fs_lookup": "the filesystem's lookup alone (Tree.lookup, a cached child)",
     "fs_getattr": "the filesystem's getattr alone (Tree.getattr)",
-    "call": "a five-argument function that finds its session and returns 0",
-    "out": "... and finds the thread's out buffer (a dict keyed by its address)",
+    "call": "a four-argument function that finds its session and returns 0",
+    "out": "... and finds the thread's out buffer (the session's list, by slot)",
     "name": "... and takes lookup's name from it (a slice, decoded)",
     "handler": "... and calls the filesystem's lookup",
     "reply": "... and copies the Attr into the out struct (all of lookup's steps)",
@@ -51,7 +51,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
         return registered(fn, name, void)
 
     dispatch.extern = record  # the compiled callbacks are not module attributes: keep them
-    from pyfuse._pyfuse_c import ffi
+    from pyfuse._pyfuse_c import ffi, lib
     from pyfuse.lowlevel import _callbacks as cb
     dispatch.extern = registered
 
@@ -62,51 +62,51 @@ def _setup() -> dict[str, Callable[[int], None]]:
 
     tree, s = Tree(), Session()
     s._op_lookup, s._op_getattr = tree.lookup, tree.getattr  # as BaseSession binds them
+    s._outs = cb.outs()
     h = dispatch.register(s)
-    out_struct = ffi.new("struct pyfuse_ll_out *")
-    out = int(ffi.cast("uintptr_t", out_struct))
+    out_struct = lib.pyfuse_ll_out_here()  # this thread's, as in a request
     name = b"f00003"
     ffi.memmove(out_struct.name, name, len(name))
     small = tree.lookup(1, "small").ino
     ino = tree.lookup(small, "f00003").ino
     lookup, getattr_ = found["pyfuse_ll_cb_lookup"], found["pyfuse_ll_cb_getattr"]
-    lookup(h, 0, small, len(name), out)  # the out buffer made, as after a first request
-    sessions, bufs, at, enc, size = dispatch.SESSIONS, cb._OE, cb._NAME, cb.ENC, cb._ATTR_SIZE
+    lookup(h, 0, small, len(name))  # the out buffer made, as after a first request
+    sessions, at, size = dispatch.SESSIONS, cb._NAME, cb._ATTR_SIZE
 
-    def call(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+    def call(h: int, slot: int, parent: int, namelen: int) -> int:
         s = sessions[h]  # noqa: F841
         return 0
 
-    def with_out(h: int, req: int, parent: int, namelen: int, out: int) -> int:
-        s = sessions[h]  # noqa: F841
-        o = bufs.get(out)  # noqa: F841
-        return 0
-
-    def with_name(h: int, req: int, parent: int, namelen: int, out: int) -> int:
-        s = sessions[h]  # noqa: F841
-        o = bufs.get(out)
-        n = o[at:at + namelen].decode(enc, "surrogateescape")  # noqa: F841
-        return 0
-
-    def with_handler(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+    def with_out(h: int, slot: int, parent: int, namelen: int) -> int:
         s = sessions[h]
-        o = bufs.get(out)
-        n = o[at:at + namelen].decode(enc, "surrogateescape")
+        o = s._outs[slot]  # noqa: F841
+        return 0
+
+    def with_name(h: int, slot: int, parent: int, namelen: int) -> int:
+        s = sessions[h]
+        o = s._outs[slot]
+        n = o[at:at + namelen].decode()  # noqa: F841
+        return 0
+
+    def with_handler(h: int, slot: int, parent: int, namelen: int) -> int:
+        s = sessions[h]
+        o = s._outs[slot]
+        n = o[at:at + namelen].decode()
         r = s._op_lookup(parent, n)  # noqa: F841
         return 0
 
-    def with_reply(h: int, req: int, parent: int, namelen: int, out: int) -> int:
+    def with_reply(h: int, slot: int, parent: int, namelen: int) -> int:
         s = sessions[h]
-        o = bufs.get(out)
-        n = o[at:at + namelen].decode(enc, "surrogateescape")
+        o = s._outs[slot]
+        n = o[at:at + namelen].decode()
         r = s._op_lookup(parent, n)
         o[:size] = r
         return 0
 
-    def five(fn: Callable[..., Any]) -> Callable[[int], None]:
+    def four(fn: Callable[..., Any]) -> Callable[[int], None]:
         def run(n: int) -> None:
             for _ in range(n):
-                fn(h, 0, small, 6, out)
+                fn(h, 0, small, 6)
         return run
 
     def run_loop(n: int) -> None:
@@ -115,7 +115,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
 
     def run_getattr(n: int) -> None:
         for _ in range(n):
-            getattr_(h, 0, ino, 0, 0, out)
+            getattr_(h, 0, ino, 0, 0)
 
     def run_fs_lookup(n: int) -> None:
         f = tree.lookup
@@ -127,10 +127,10 @@ def _setup() -> dict[str, Callable[[int], None]]:
         for _ in range(n):
             f(ino, None)
 
-    return {"loop": run_loop, "lookup": five(lookup), "getattr": run_getattr,
-            "fs_lookup": run_fs_lookup, "fs_getattr": run_fs_getattr, "call": five(call),
-            "out": five(with_out), "name": five(with_name), "handler": five(with_handler),
-            "reply": five(with_reply)}
+    return {"loop": run_loop, "lookup": four(lookup), "getattr": run_getattr,
+            "fs_lookup": run_fs_lookup, "fs_getattr": run_fs_getattr, "call": four(call),
+            "out": four(with_out), "name": four(with_name), "handler": four(with_handler),
+            "reply": four(with_reply)}
 
 
 def instructions(argv: list[str], cwd: str | None = None) -> int:

@@ -2,32 +2,30 @@
  * extern "Python+C" { ... }; the C sources include it as plain prototypes). h is the session's
  * number (pyfuse._core.dispatch.SESSIONS), req the request (pyfuse_req: an integer). Each
  * returns 0 when the request has been answered or will be (an async handler), else a negative
- * errno that the trampoline replies; those with an out argument (the thread's struct
- * pyfuse_ll_out) may also return a PYFUSE_REPLY_* code, and C replies what they wrote there
- * (see pyfuse_cdef.h). */
+ * errno that the trampoline replies; those with a slot argument instead of req (the thread's
+ * struct pyfuse_ll_out: Session._outs[slot]) may also return a PYFUSE_REPLY_* code, and C
+ * replies what they wrote there (see pyfuse_cdef.h). */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);
 /* lookup's name is in out->name (namelen bytes, at most 255) */
-int pyfuse_ll_cb_lookup(uint64_t h, pyfuse_req req, uint64_t parent, size_t namelen,
-                        uint64_t out);
+int pyfuse_ll_cb_lookup(uint64_t h, unsigned int slot, uint64_t parent, size_t namelen);
 int pyfuse_ll_cb_forget(uint64_t h, pyfuse_req req, const struct pyfuse_forget *forgets, size_t count);
-int pyfuse_ll_cb_getattr(uint64_t h, pyfuse_req req, uint64_t ino, uint64_t fh, int has_fh,
-                         uint64_t out);
-int pyfuse_ll_cb_setattr(uint64_t h, pyfuse_req req, uint64_t ino, const struct pyfuse_attr *attr,
-                         int to_set, uint64_t fh, int has_fh, uint64_t out);
+int pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh, int has_fh);
+int pyfuse_ll_cb_setattr(uint64_t h, unsigned int slot, uint64_t ino,
+                         const struct pyfuse_attr *attr, int to_set, uint64_t fh, int has_fh);
 int pyfuse_ll_cb_readlink(uint64_t h, pyfuse_req req, uint64_t ino);
-int pyfuse_ll_cb_mknod(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
-                       uint32_t mode, uint64_t rdev, uint64_t out);
-int pyfuse_ll_cb_mkdir(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
-                       uint32_t mode, uint64_t out);
+int pyfuse_ll_cb_mknod(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
+                       uint32_t mode, uint64_t rdev);
+int pyfuse_ll_cb_mkdir(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
+                       uint32_t mode);
 int pyfuse_ll_cb_unlink(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
 int pyfuse_ll_cb_rmdir(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
-int pyfuse_ll_cb_symlink(uint64_t h, pyfuse_req req, const char *target, uint64_t parent,
-                         const char *name, uint64_t out);
+int pyfuse_ll_cb_symlink(uint64_t h, unsigned int slot, const char *target, uint64_t parent,
+                         const char *name);
 int pyfuse_ll_cb_rename(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
                         uint64_t newparent, const char *newname, unsigned int flags);
-int pyfuse_ll_cb_link(uint64_t h, pyfuse_req req, uint64_t ino, uint64_t newparent,
-                      const char *newname, uint64_t out);
+int pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
+                      const char *newname);
 int pyfuse_ll_cb_open(uint64_t h, pyfuse_req req, uint64_t ino, int flags);
 int pyfuse_ll_cb_read(uint64_t h, pyfuse_req req, uint64_t ino, size_t size, int64_t off, uint64_t fh);
 int pyfuse_ll_cb_write(uint64_t h, pyfuse_req req, uint64_t ino, const char *buf, size_t size,

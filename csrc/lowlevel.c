@@ -27,6 +27,17 @@ __thread fuse_req_t pyfuse_ll_current;
     })
 /* The same for operation OP (PYFUSE_LL_OP_<OP>). */
 #define CB(req, OP, fn, ...) CB_OP(req, PYFUSE_LL_OP_##OP, fn, __VA_ARGS__)
+/* The same for an operation that may answer in the thread's out struct: fn(handle, slot, ...),
+ * the thread's slot in the session instead of the request (see pyfuse_cdef.h). */
+#define CB_OUT(req, OP, fn, ...)                                                           \
+    __extension__({                                                                        \
+        int r_;                                                                            \
+        struct pyfuse_session *o_ = pyfuse_ll_of(req);                                     \
+        pyfuse_ll_current = (req);                                                         \
+        r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, slot_of(o_), __VA_ARGS__);          \
+        pyfuse_ll_current = NULL;                                                          \
+        r_;                                                                                \
+    })
 #define FHA(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
 
 /* Reply an errno a callback returned (0: it replied, or will). */
@@ -37,9 +48,53 @@ static inline void done(fuse_req_t req, int res)
 }
 
 /* The thread's answer of a synchronous handler (the cheap crossing: see pyfuse_cdef.h), and
- * its address as the callbacks' out argument. */
+ * the slot it holds in the session it last served. */
 static __thread struct pyfuse_ll_out ll_out;
-#define OUT ((uint64_t)(uintptr_t)&ll_out)
+static __thread struct {
+    const struct pyfuse_session *s;
+    unsigned int slot;
+} ll_slot;
+
+struct pyfuse_ll_out *pyfuse_ll_out_here(void)
+{
+    return &ll_out;
+}
+
+/* This thread's slot in s, taken on its first request there: the one whose owner is this
+ * thread's out struct (an ended thread's whose struct had the same address: it is this
+ * thread's now, and so is Python's buffer over it), else a free one. PYFUSE_LL_SLOTS: all are
+ * taken (searched again next time). A session freed and another made at its address is told
+ * apart by the owner: a new session's slots are free or other threads'. */
+static unsigned int slot_take(struct pyfuse_session *s)
+{
+    unsigned int i;
+
+    for (i = 0; i < PYFUSE_LL_SLOTS; i++)
+        if (__atomic_load_n(&s->outs[i], __ATOMIC_RELAXED) == &ll_out)
+            goto found;
+    for (i = 0; i < PYFUSE_LL_SLOTS; i++) {
+        struct pyfuse_ll_out *none = NULL;
+
+        if (__atomic_compare_exchange_n(&s->outs[i], &none, &ll_out, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            goto found;
+    }
+    return PYFUSE_LL_SLOTS;
+found:
+    ll_slot.s = s;
+    ll_slot.slot = i;
+    return i;
+}
+
+static inline unsigned int slot_of(struct pyfuse_session *s)
+{
+    unsigned int i = ll_slot.slot;
+
+    if (__builtin_expect(ll_slot.s == s && i < PYFUSE_LL_SLOTS &&
+                         __atomic_load_n(&s->outs[i], __ATOMIC_RELAXED) == &ll_out, 1))
+        return i;
+    return slot_take(s);
+}
 
 /* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
  * PYFUSE_REPLY_* code: the reply of ll_out, attributes (REPLY_ATTR, _ATTR_OUT) or an entry
@@ -131,7 +186,7 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     memcpy(ll_out.name, name, len);
-    res = CB(req, LOOKUP, pyfuse_ll_cb_lookup, parent, len, OUT);
+    res = CB_OUT(req, LOOKUP, pyfuse_ll_cb_lookup, parent, len);
     if (res < 0)
         pyfuse_ll_fail_lookup(pyfuse_req_of(req), -res);
     else
@@ -180,7 +235,7 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    answer(req, CB(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi), OUT), "getattr", ino, NULL);
+    answer(req, CB_OUT(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi)), "getattr", ino, NULL);
 }
 
 void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)
@@ -205,7 +260,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     struct pyfuse_attr a;
 
     pyfuse_stat_to_attr(attr, &a);
-    answer(req, CB(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi), OUT), "setattr",
+    answer(req, CB_OUT(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)), "setattr",
            ino, NULL);
 }
 
@@ -218,14 +273,14 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                      dev_t rdev)
 {
     if (!too_long(req, name))
-        answer(req, CB(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev, OUT), "mknod",
+        answer(req, CB_OUT(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev), "mknod",
                parent, name);
 }
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     if (!too_long(req, name))
-        answer(req, CB(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode, OUT), "mkdir", parent,
+        answer(req, CB_OUT(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode), "mkdir", parent,
                name);
 }
 
@@ -242,7 +297,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
     if (!too_long(req, name))
-        answer(req, CB(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name, OUT), "symlink",
+        answer(req, CB_OUT(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name), "symlink",
                parent, name);
 }
 
@@ -256,7 +311,7 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
     if (!too_long(req, newname))
-        answer(req, CB(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname, OUT), "link",
+        answer(req, CB_OUT(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname), "link",
                newparent, newname);
 }
 

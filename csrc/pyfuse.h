@@ -53,6 +53,9 @@ struct pyfuse_session {
     /* the inode API, set at INIT: OPEN/OPENDIR of a filesystem without open/opendir are
      * answered ENOSYS (Config.no_open, where the kernel offers it): it sends no more */
     int no_open, no_opendir;
+    /* the inode API: each slot's owner, the struct pyfuse_ll_out of the thread that took it
+     * (lowlevel.c; NULL: free) */
+    struct pyfuse_ll_out *outs[PYFUSE_LL_SLOTS];
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)

@@ -259,9 +259,15 @@ enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEE
 int pyfuse_ll_ops_filled(uint64_t opmask);
 int pyfuse_ll_reply_err(pyfuse_req req, int err);
 /* The cheap crossing: a synchronous handler's attributes or entry go back to C in the calling
- * thread's struct pyfuse_ll_out (its address is the callbacks' out argument), and the callback
- * returns what C is to reply with it, once the callback has returned (no call into C while
- * the GIL is held): */
+ * thread's struct pyfuse_ll_out, and the callback returns what C is to reply with it, once the
+ * callback has returned (no call into C while the GIL is held). The callbacks that answer this
+ * way take the thread's slot in the session instead of the request (pyfuse_current_req() has
+ * it) and of the struct's address: small integers, cheap to pass. Session._outs[slot] is the
+ * struct as a buffer, made by the slot's thread from pyfuse_ll_out_here() on its first request.
+ * A session has PYFUSE_LL_SLOTS slots; slot PYFUSE_LL_SLOTS means all are taken (the thread
+ * asks for its struct each time). */
+enum { PYFUSE_LL_SLOTS = 128 };
+struct pyfuse_ll_out *pyfuse_ll_out_here(void);
 struct pyfuse_ll_out {
     struct pyfuse_attr attr;
     uint64_t generation;

@@ -341,6 +341,61 @@ def test_lookup_names_not_utf8_arrive_as_os_fsdecode_gives_them(mount_ops: Any,
     assert seen == ["b\udcff", "\u00e9t\u00e9"]
 
 
+class Sized(ll.Operations):
+    """Files f0..f15 in the root, each its own size; lookup and getattr wait a little, so
+    that several workers are inside them at once."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def _attr(self, ino: int) -> Attr:
+        self.threads.add(threading.get_ident())
+        time.sleep(0.002)
+        if ino == 1:
+            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+        return Attr(mode=stat.S_IFREG | 0o644, ino=ino, size=1000 + ino)
+
+    def lookup(self, parent: int, name: str) -> Attr:
+        if parent != 1 or not name.startswith("f") or not name[1:].isdigit():
+            raise FuseError(errno.ENOENT)
+        return self._attr(10 + int(name[1:]))
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        return self._attr(ino)
+
+
+@pytest.mark.timeout(120)
+def test_concurrent_answers_stay_in_their_threads(mnt: str) -> None:
+    """Each serving thread answers through its own out struct (its slot in the session): many
+    clients stat'ing files of different sizes at once on a multi-threaded mount each get their
+    own file's size, and so they do on a second session served after the first has ended."""
+    for _ in range(2):
+        ops = Sized()
+        with pyfuse.testing.mounted(ops, mnt, config=Config(entry_timeout=0, attr_timeout=0),
+                                    max_threads=8) as s:
+            wrong: list[tuple[int, Any]] = []
+
+            def client(k: int, wrong: list[tuple[int, Any]] = wrong) -> None:
+                for i in range(40):
+                    n = (k + i) % 16
+                    try:
+                        size: Any = os.stat(os.path.join(mnt, f"f{n}")).st_size
+                    except OSError as e:
+                        size = e
+                    if size != 1010 + n:
+                        wrong.append((n, size))
+
+            threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert wrong == []
+            assert len(ops.threads) > 1  # several workers answered
+            slots = sum(o is not None for o in s._outs)
+            assert 1 < slots <= len(ops.threads)
+
+
 class SlowSync(OneFile):
     """A synchronous read that polls pyfuse.context().interrupted."""
 

@@ -38,7 +38,7 @@ def {name}(h, req, {params}):
     _s = _SESSIONS[h]
     try:
         _r = _s._op_{op}({call})
-{fast}        if _r.__class__ is _Coro:
+        if _r.__class__ is _Coro:
             return _s._defer(_r, req, _reply, _failf, {op!r}, {where_later}, ({extra_tuple}))
         _reply(_s, req, _r{extra})
     except _Refused as _e:
@@ -47,58 +47,70 @@ def {name}(h, req, {params}):
         return _s._fail(_e, {op!r}, {where})
     return 0
 """
-# The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_ll_out): the common results of the
-# operations that reply attributes or an entry go back to C in the calling thread's out struct,
-# and the callback returns the PYFUSE_REPLY_* code that tells C what to reply once it has
-# returned: no call into C while the GIL is held. A plain Attr is its own C struct (copied as
-# it is); a PackedEntry (pyfuse.compat's, packed and checked) comes with its generation and
-# timeouts. C checks the attributes (inode 0, file type, 32-bit fields) and logs a refusal.
-# Anything else takes the general reply (_replies), which raises the BadReturn that names a
-# bad value.
-_ATTR_OUT = """\
+# The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_ll_out): the callbacks of the
+# operations that reply attributes or an entry take the thread's slot in the session instead of
+# the request (cheaper to pass: a small integer), and a synchronous handler's common results go
+# back to C in the thread's out struct (the session's _outs[slot]): the callback returns the
+# PYFUSE_REPLY_* code that tells C what to reply once it has returned, with no call into C
+# while the GIL is held. A plain Attr is its own C struct (copied as it is); a PackedEntry
+# (pyfuse.compat's, packed and checked) comes with its generation and timeouts. C checks the
+# attributes (inode 0, file type, 32-bit fields) and logs a refusal. Anything else, and an
+# async handler's coroutine, takes the general reply (_replies) with the request asked of C
+# (_req), which raises the BadReturn that names a bad value.
+_OUT_BODY = """\
+def {name}(h, slot, {params}):
+    _s = _SESSIONS[h]
+    try:
+        _r = _s._op_{op}({call})
         if _r.__class__ is _Attr:
-            _o = _OA.get(out)
+            _o = _s._outs[slot]
             if _o is None:
-                _o = _out(out, _OA)
-            _o[:] = _r
+                _o = _here(_s, slot)
+            _o[:_ATTR_SIZE] = _r
             return {code}
-"""
-_PACKED_OUT = """\
         if _r.__class__ is _PackedEntry:
-            _o = _OE.get(out)
+            _o = _s._outs[slot]
             if _o is None:
-                _o = _out(out, _OE)
+                _o = _here(_s, slot)
             _o[:_ATTR_SIZE] = _r[0]
             _tail(_o, _ATTR_SIZE, _r[1], _r[2], _r[3])
-            return {code}
+            return {code_out}
+        if _r.__class__ is _Coro:
+            return _s._defer(_r, _req(), _reply, _failf, {op!r}, {where_later}, ())
+        _reply(_s, _req(), _r)
+    except _Refused as _e:
+        _s._refused(_e, {op!r}, {where})
+    except BaseException as _e:
+        return _s._fail(_e, {op!r}, {where})
+    return 0
 """
-_FAST = {
-    R.reply_attr: (_ATTR_OUT.replace("{code}", "_REPLY_ATTR")
-                   + _PACKED_OUT.replace("{code}", "_REPLY_ATTR_OUT")),
-    R.reply_entry: (_ATTR_OUT.replace("{code}", "_REPLY_ENTRY")
-                    + _PACKED_OUT.replace("{code}", "_REPLY_ENTRY_OUT")),
-}
-#: The operations whose callbacks take the out argument (csrc/ll_callbacks_cdef.h).
+_CODES = {R.reply_attr: ("_REPLY_ATTR", "_REPLY_ATTR_OUT"),
+          R.reply_entry: ("_REPLY_ENTRY", "_REPLY_ENTRY_OUT")}
+#: The operations whose callbacks take the slot (csrc/ll_callbacks_cdef.h).
 _OUT_OPS = {"lookup", "getattr", "setattr", "mknod", "mkdir", "symlink", "link"}
-#: The threads' out structs seen so far, as buffers (by address): the attributes (_OA) and
-#: the whole struct (_OE). A thread's address stays; a new thread adds one (few: the loop's).
-_OA: dict[int, Any] = {}
-_OE: dict[int, Any] = {}
+_SLOTS = lib.PYFUSE_LL_SLOTS
 _OUT_SIZE = ffi.sizeof("struct pyfuse_ll_out")
 _ATTR_SIZE = ATTR_STRUCT.size
 _tail = struct.Struct("=Qdd").pack_into  # generation, entry_timeout, attr_timeout
-_cast = ffi.cast
+_req = lib.pyfuse_current_req
+_out_here = lib.pyfuse_ll_out_here
 _NAME = ffi.offsetof("struct pyfuse_ll_out", "name")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
 _PackedEntry = R.PackedEntry
 _UTF8 = codecs.lookup(ENC).name == "utf-8"
 
 
-def _out(out: int, cache: dict[int, Any]) -> Any:
-    """The buffer over the out struct at address ``out`` (its attributes for _OA), kept."""
-    if len(cache) > 4096:  # threads come and go (libfuse's workers): start again
-        cache.clear()
-    b = cache[out] = _buffer(_cast("char *", out), _ATTR_SIZE if cache is _OA else _OUT_SIZE)
+def outs() -> list[Any]:
+    """A new session's out structs by slot, none made yet (slot _SLOTS: none to keep)."""
+    return [None] * (_SLOTS + 1)
+
+
+def _here(s: Any, slot: int) -> Any:
+    """The calling thread's out struct as a buffer, kept as ``s._outs[slot]`` (its first
+    request in session ``s``; every request when all slots are taken)."""
+    b = _buffer(_out_here(), _OUT_SIZE)
+    if slot < _SLOTS:
+        s._outs[slot] = b
     return b
 
 
@@ -178,20 +190,22 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
     name = "pyfuse_ll_cb_" + op
     named = params.startswith("parent, name") or params.startswith("target, parent, name")
     where, where_later = _NAMED if named else (params.split(",")[0], params.split(",")[0])
-    fast = _FAST.get(reply, "") if op in _OUT_OPS else ""
-    if op in _OUT_OPS:
-        params += ", out"
     # names (never NULL here) decoded inline, as convert.path does: one Python frame fewer
     call = re.sub(r"_name\((\w+)\)", r"_string(\1).decode(_ENC, 'surrogateescape')", call)
-    src = _BODY.format(name=name, params=params, op=op, call=call, where=where,
-                       where_later=where_later, extra=f", {extra}" if extra else "",
-                       extra_tuple=f"{extra}," if extra else "", fast=fast)
+    if op in _OUT_OPS:
+        code, code_out = _CODES[reply]
+        src = _OUT_BODY.format(name=name, params=params, op=op, call=call, where=where,
+                               where_later=where_later, code=code, code_out=code_out)
+    else:
+        src = _BODY.format(name=name, params=params, op=op, call=call, where=where,
+                           where_later=where_later, extra=f", {extra}" if extra else "",
+                           extra_tuple=f"{extra}," if extra else "")
     fn = define(src, name, f"<pyfuse lowlevel callback {name}>",
                 {"_SESSIONS": SESSIONS, "_Coro": _Coro, "_reply": reply, "_failf": fail,
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
                  "_setattr_args": _setattr_args, "_lock": _lock, "_poll_handle": poll_handle,
-                 "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_OA": _OA, "_OE": _OE,
-                 "_out": _out, "_tail": _tail, "_ATTR_SIZE": _ATTR_SIZE,
+                 "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_here": _here,
+                 "_req": _req, "_tail": _tail, "_ATTR_SIZE": _ATTR_SIZE,
                  "_REPLY_ATTR": lib.PYFUSE_REPLY_ATTR, "_REPLY_ENTRY": lib.PYFUSE_REPLY_ENTRY,
                  "_REPLY_ENTRY_OUT": lib.PYFUSE_REPLY_ENTRY_OUT,
                  "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT, "_PackedEntry": R.PackedEntry})
@@ -207,13 +221,13 @@ for _spec in _SPECS:
 
 
 @extern
-def pyfuse_ll_cb_lookup(h, req, parent, namelen, out):
+def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
     # the hottest request, written out: its name is read from the thread's out struct (one
-    # bytes object, no cdata) and the answer written back there (see _ATTR_OUT)
+    # bytes object, no cdata) and the answer written back there (see _OUT_BODY)
     s = SESSIONS[h]
-    o = _OE.get(out)
+    o = s._outs[slot]
     if o is None:
-        o = _out(out, _OE)
+        o = _here(s, slot)
     raw = o[_NAME:_NAME + namelen]
     try:  # UTF-8: bytes.decode's default (no codec and handler looked up), else as os.fsdecode
         name = raw.decode() if _UTF8 else raw.decode(ENC, "surrogateescape")
@@ -229,8 +243,9 @@ def pyfuse_ll_cb_lookup(h, req, parent, namelen, out):
             _tail(o, _ATTR_SIZE, r[1], r[2], r[3])
             return _REPLY_ENTRY_OUT
         if r.__class__ is _Coro:
-            return s._defer(r, req, R.reply_entry, R.fail_lookup, "lookup", (parent, name), ())
-        R.reply_entry(s, req, r)
+            return s._defer(r, _req(), R.reply_entry, R.fail_lookup, "lookup", (parent, name),
+                            ())
+        R.reply_entry(s, _req(), r)
     except R.Refused as e:
         s._refused(e, "lookup", (parent, name))
     except BaseException as e:
