@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import codecs
 import re
-import struct
 import time
 import types
 from typing import Any
@@ -52,8 +51,9 @@ def {name}(h, req, {params}):
 # the request (cheaper to pass: a small integer), and a synchronous handler's common results go
 # back to C in the thread's out struct (the session's _outs[slot]): the callback returns the
 # PYFUSE_REPLY_* code that tells C what to reply once it has returned, with no call into C
-# while the GIL is held. A plain Attr is its own C struct (copied as it is); a PackedEntry
-# (pyfuse.compat's, packed and checked) comes with its generation and timeouts. C checks the
+# while the GIL is held. A plain Attr is its own C struct (copied as it is); a packed entry
+# (_replies.ENTRY_STRUCT: pyfuse.compat's, packed and checked) is the struct's first fields,
+# with its generation and timeouts. C checks the
 # attributes (inode 0, file type, 32-bit fields) and logs a refusal. Anything else, and an
 # async handler's coroutine, takes the general reply (_replies) with the request asked of C
 # (_req), which raises the BadReturn that names a bad value.
@@ -68,12 +68,11 @@ def {name}(h, slot, {params}):
                 _o = _here(_s, slot)
             _o[:_ATTR_SIZE] = _r
             return {code}
-        if _r.__class__ is _PackedEntry:
+        if _r.__class__ is bytes and _s._packed:
             _o = _s._outs[slot]
             if _o is None:
                 _o = _here(_s, slot)
-            _o[:_ATTR_SIZE] = _r[0]
-            _tail(_o, _ATTR_SIZE, _r[1], _r[2], _r[3])
+            _o[:_ENTRY_SIZE] = _r
             return {code_out}
         if _r.__class__ is _Coro:
             return _s._defer(_r, _req(), _reply, _failf, {op!r}, {where_later}, ())
@@ -91,12 +90,13 @@ _OUT_OPS = {"lookup", "getattr", "setattr", "mknod", "mkdir", "symlink", "link"}
 _SLOTS = lib.PYFUSE_LL_SLOTS
 _OUT_SIZE = ffi.sizeof("struct pyfuse_ll_out")
 _ATTR_SIZE = ATTR_STRUCT.size
-_tail = struct.Struct("=Qdd").pack_into  # generation, entry_timeout, attr_timeout
+_ENTRY_SIZE = R.ENTRY_STRUCT.size
+if ffi.offsetof("struct pyfuse_ll_out", "attr_timeout") + 8 != _ENTRY_SIZE:
+    raise ImportError("pyfuse: struct pyfuse_ll_out does not begin as ENTRY_STRUCT")
 _req = lib.pyfuse_current_req
 _out_here = lib.pyfuse_ll_out_here
 _NAME = ffi.offsetof("struct pyfuse_ll_out", "name")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
-_PackedEntry = R.PackedEntry
 _UTF8 = codecs.lookup(ENC).name == "utf-8"
 
 
@@ -205,10 +205,10 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
                  "_setattr_args": _setattr_args, "_lock": _lock, "_poll_handle": poll_handle,
                  "_string": ffi.string, "_ENC": ENC, "_Attr": Attr, "_here": _here,
-                 "_req": _req, "_tail": _tail, "_ATTR_SIZE": _ATTR_SIZE,
+                 "_req": _req, "_ATTR_SIZE": _ATTR_SIZE, "_ENTRY_SIZE": _ENTRY_SIZE,
                  "_REPLY_ATTR": lib.PYFUSE_REPLY_ATTR, "_REPLY_ENTRY": lib.PYFUSE_REPLY_ENTRY,
                  "_REPLY_ENTRY_OUT": lib.PYFUSE_REPLY_ENTRY_OUT,
-                 "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT, "_PackedEntry": R.PackedEntry})
+                 "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT})
     extern(fn, name)
 
 
@@ -238,9 +238,8 @@ def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
         if r.__class__ is Attr:
             o[:_ATTR_SIZE] = r
             return _REPLY_ENTRY
-        if r.__class__ is _PackedEntry:
-            o[:_ATTR_SIZE] = r[0]
-            _tail(o, _ATTR_SIZE, r[1], r[2], r[3])
+        if r.__class__ is bytes and s._packed:
+            o[:_ENTRY_SIZE] = r
             return _REPLY_ENTRY_OUT
         if r.__class__ is _Coro:
             return s._defer(r, _req(), R.reply_entry, R.fail_lookup, "lookup", (parent, name),

@@ -8,6 +8,7 @@ The ``fail_*`` functions send an errno with the operation's clean-up.
 from __future__ import annotations
 
 import errno
+import struct
 from typing import Any
 
 from .._core.convert import ATTR_STRUCT, byte_buffer, dir_open, encode, pack_attr, pack_statvfs
@@ -56,14 +57,22 @@ def _pack(a: Any, what: str) -> bytes:
 _MAX_TIMEOUT = float("inf")
 
 
-class PackedEntry(Entry):
-    """An :class:`Entry` made ready for the shim by whoever built it (pyfuse.compat's
-    ``to_entry``, with ``tuple.__new__``: a NamedTuple's own ``__new__`` is a Python call):
-    ``attr`` packed (``ATTR_STRUCT`` bytes), ``generation`` an int, both timeouts finite
-    numbers >= 0. Replied as it is, with no further Python call (the generated callbacks and
-    :func:`reply_entry`/:func:`reply_attr` test its class first)."""
+#: A packed entry: an entry's attributes (ATTR_STRUCT), generation and both timeouts in one
+#: ``bytes``, laid out as the first fields of the shim's struct pyfuse_ll_out, made by whoever
+#: checked them (pyfuse.compat's ``to_entry``: a generation of 64 bits, finite timeouts >= 0).
+#: Only a session whose ``_packed`` is true (pyfuse.compat's llfuse and pyfuse3 faces) may
+#: return one, replied as it is with no further Python call (the generated callbacks and
+#: :func:`reply_entry`/:func:`reply_attr` test for it first); from any other session ``bytes``
+#: are a bad value.
+ENTRY_STRUCT = struct.Struct(ATTR_STRUCT.format + "Qdd")
+_ATTR_SIZE = ATTR_STRUCT.size
+_tail = struct.Struct("=Qdd").unpack_from
 
-    __slots__ = ()
+
+def packed_parts(r: bytes) -> tuple[bytes, int, float, float]:
+    """(packed attr, generation, entry_timeout, attr_timeout) of a packed entry."""
+    gen, et, at = _tail(r, _ATTR_SIZE)
+    return r[:_ATTR_SIZE], gen, et, at
 
 
 def _timeout(v: Any, name: str) -> float:
@@ -79,9 +88,10 @@ def _timeout(v: Any, name: str) -> float:
 
 
 def entry_parts(s: Any, r: Any) -> tuple[bytes, int, float, float]:
-    """(packed attr, generation, entry_timeout, attr_timeout) of an Entry or bare Attr."""
-    if type(r) is PackedEntry:
-        return r  # type: ignore[return-value]
+    """(packed attr, generation, entry_timeout, attr_timeout) of an Entry, a bare Attr or
+    (from pyfuse.compat's sessions) a packed entry."""
+    if type(r) is bytes and s._packed:
+        return packed_parts(r)
     if type(r) is Entry:
         a, gen, et, at = r
         return (_pack(a, "expected an Entry or Attr"), gen,
@@ -91,8 +101,7 @@ def entry_parts(s: Any, r: Any) -> tuple[bytes, int, float, float]:
 
 
 def reply_entry(s: Any, req: Any, r: Any) -> None:
-    parts: Any = r if type(r) is PackedEntry else entry_parts(s, r)
-    packed, gen, et, at = parts
+    packed, gen, et, at = entry_parts(s, r)
     rc = _c_entry(req, packed, gen, et, at)
     if rc in _REFUSED:
         refused(rc, packed, "the entry returned")
@@ -100,8 +109,8 @@ def reply_entry(s: Any, req: Any, r: Any) -> None:
 
 def reply_attr(s: Any, req: Any, r: Any) -> None:
     packed: bytes
-    if type(r) is PackedEntry:
-        packed, at = r[0], r[3]  # type: ignore[assignment]
+    if type(r) is bytes and s._packed:
+        packed, at = r[:_ATTR_SIZE], _tail(r, _ATTR_SIZE)[2]
     elif type(r) is Entry:
         packed = _pack(r.attr, "expected an Attr")
         at = s._attr_timeout if r.attr_timeout is None else _timeout(r.attr_timeout,

@@ -47,6 +47,10 @@ class Session(BaseSession):
     :meth:`invalidate_inode`, :meth:`invalidate_entry`, :meth:`notify_delete`,
     :meth:`notify_store`, and with ``stats=True`` :meth:`stats` and :meth:`stats_table`."""
 
+    #: Whether handlers may return packed entries (``bytes``, _replies.ENTRY_STRUCT):
+    #: pyfuse.compat's llfuse and pyfuse3 faces, whose ``to_entry`` packs and checks them.
+    _packed = False
+
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.lowlevel.Operations subclass")

@@ -275,6 +275,7 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
                     **{**Config.FUSE2, **splice})
     session = ll.Session(adapt(ops, lock), mountpoint, config=config, **kw)
     session._dup_names = True  # llfuse hands the kernel a listing as it is
+    session._packed = True  # to_entry's packed entries
     session.mount()
     _session = session
 

@@ -102,6 +102,7 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     session = ll.Session(adapt(ops), mountpoint, threads=False, signals=False, config=config,
                          **kw)
     session._dup_names = True  # pyfuse3 hands the kernel a listing as it is
+    session._packed = True  # to_entry's packed entries
     session.mount()
     _session, _ops = session, ops
 

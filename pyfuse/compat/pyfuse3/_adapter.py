@@ -42,7 +42,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
     """The inode API's handler of each pyfuse3 handler name."""
     h: dict[str, Callable[..., Any]] = {}
 
-    async def lookup(self: Any, parent: int, name: str) -> ll.Entry:
+    async def lookup(self: Any, parent: int, name: str) -> ll.Entry | bytes:
         try:
             return to_entry(await ops.lookup(parent, _enc(name), _ctx()), "lookup")
         except FUSEError as e:
@@ -56,7 +56,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
         return _forget(ino, nlookup)  # a coroutine: run on the event loop, no reply
     h["forget"] = forget
 
-    async def getattr(self: Any, ino: int, fh: Optional[int]) -> ll.Entry:
+    async def getattr(self: Any, ino: int, fh: Optional[int]) -> ll.Entry | bytes:
         try:
             return to_entry(await ops.getattr(ino, _ctx()), "getattr")
         except FUSEError as e:
@@ -78,14 +78,14 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
             raise _err(e) from None
     h["readlink"] = readlink
 
-    async def mknod(self: Any, parent: int, name: str, mode: int, rdev: int) -> ll.Entry:
+    async def mknod(self: Any, parent: int, name: str, mode: int, rdev: int) -> ll.Entry | bytes:
         try:
             return to_entry(await ops.mknod(parent, _enc(name), mode, rdev, _ctx()), "mknod")
         except FUSEError as e:
             raise _err(e) from None
     h["mknod"] = mknod
 
-    async def mkdir(self: Any, parent: int, name: str, mode: int) -> ll.Entry:
+    async def mkdir(self: Any, parent: int, name: str, mode: int) -> ll.Entry | bytes:
         mode = (mode & ~stat.S_IFMT(0o177777)) | stat.S_IFDIR  # as pyfuse3: a directory's type
         try:
             return to_entry(await ops.mkdir(parent, _enc(name), mode, _ctx()), "mkdir")
@@ -107,7 +107,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
             raise _err(e) from None
     h["rmdir"] = rmdir
 
-    async def symlink(self: Any, target: str, parent: int, name: str) -> ll.Entry:
+    async def symlink(self: Any, target: str, parent: int, name: str) -> ll.Entry | bytes:
         try:
             return to_entry(await ops.symlink(parent, _enc(name), _enc(target), _ctx()),
                             "symlink")
@@ -123,7 +123,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
             raise _err(e) from None
     h["rename"] = rename
 
-    async def link(self: Any, ino: int, newparent: int, newname: str) -> ll.Entry:
+    async def link(self: Any, ino: int, newparent: int, newname: str) -> ll.Entry | bytes:
         try:
             return to_entry(await ops.link(ino, newparent, _enc(newname), _ctx()), "link")
         except FUSEError as e:

@@ -24,7 +24,7 @@ from ...lowlevel import (
     SET_UID,
     Entry,
 )
-from ...lowlevel._replies import PackedEntry as _PackedEntry
+from ...lowlevel._replies import ENTRY_STRUCT
 from ...types import Attr, StatVFS
 from ...types import FileInfo as _PyfuseFileInfo
 
@@ -288,22 +288,24 @@ def packed_attr(a: EntryAttributes) -> Any:
         return to_attr(a)
 
 
-def to_entry(a: Any, what: str) -> Entry:
-    """The reply of the EntryAttributes ``a`` that ``what`` returned: a PackedEntry, replied
-    as it is (else an Entry the general reply converts, or refuses naming the bad value)."""
+def to_entry(a: Any, what: str) -> Entry | bytes:
+    """The reply of the EntryAttributes ``a`` that ``what`` returned: a packed entry
+    (pyfuse.lowlevel._replies.ENTRY_STRUCT, replied as it is by the session of a compat face),
+    else (a value the packing refuses: float times, which are converted; NaN, infinite or
+    negative timeouts; a bad value) an Entry the general reply converts, or refuses naming
+    the bad value."""
     if type(a) is not EntryAttributes and not isinstance(a, EntryAttributes):
         raise TypeError(f"{what} must return an EntryAttributes, not {type(a).__name__}")
+    et, at = a.entry_timeout, a.attr_timeout
     try:
-        packed = _pack_attr(
-            a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
-            a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns)
-    except struct.error:
-        return Entry(to_attr(a), a.generation, a.entry_timeout, a.attr_timeout)
-    gen, et, at = a.generation, a.entry_timeout, a.attr_timeout
-    if (type(gen) is int and (type(et) is float or type(et) is int) and 0 <= et < _INF
-            and (type(at) is float or type(at) is int) and 0 <= at < _INF):
-        return _tuple_new(_PackedEntry, (packed, gen, et, at))  # type: ignore[no-any-return]
-    return Entry(PackedAttr(packed), gen, et, at)  # type: ignore[arg-type]
+        if 0.0 <= et < _INF and 0.0 <= at < _INF:  # (NaN fails, a non-number raises)
+            return _pack_entry(  # type: ignore[no-any-return]
+                a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+                a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns,
+                a.generation, et, at)
+    except (TypeError, struct.error):
+        pass
+    return Entry(to_attr(a), a.generation, et, at)
 
 
 def from_attr(a: Attr) -> EntryAttributes:
@@ -342,7 +344,7 @@ def setattr_fields(to_set: int) -> SetattrFields:
 
 ENOATTR = _errno.ENODATA
 _pack_attr = ATTR_STRUCT.pack
-_tuple_new = tuple.__new__
+_pack_entry = ENTRY_STRUCT.pack
 _INF = float("inf")
 _weakref = weakref.ref
 
