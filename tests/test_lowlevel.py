@@ -26,6 +26,7 @@ import pyfuse.lowlevel as ll
 from pyfuse import Attr, Config, DirEntry, FileInfo, FuseError
 from pyfuse.examples.latency import Latency
 from pyfuse.examples.memory_ll import MemoryLL
+from pyfuse.lowlevel._replies import ENTRY_STRUCT
 
 
 def drop_caches() -> None:
@@ -132,6 +133,8 @@ class Hello(ll.Operations):
             return ll.Entry(Attr(mode=0o644, ino=2))
         if self.bad == "value":
             return 42
+        if self.bad == "bytes":  # a packed entry's shape: only pyfuse.compat's sessions' own
+            return bytes(ENTRY_STRUCT.size)
         if self.bad == "timeout":
             return ll.Entry(self.file, entry_timeout=-1)
         if self.bad == "nan":
@@ -219,7 +222,8 @@ def test_oserror_subclass_without_errno(mount_ops: Any, mnt: str) -> None:
 @pytest.mark.expect_errors
 @pytest.mark.parametrize("bad,message", [
     ("ino0", "inode number 0"), ("type", "no valid file type"),
-    ("value", "expected an Entry or Attr"), ("raise", "raised ValueError"),
+    ("value", "expected an Entry or Attr"), ("bytes", "expected an Entry or Attr"),
+    ("raise", "raised ValueError"),
     ("plus0", "inode number 0"), ("timeout", "entry_timeout=-1: timeouts are finite"),
     ("nan", "attr_timeout=nan"), ("ino0bare", "inode number 0"),
     ("typebare", "no valid file type"),
