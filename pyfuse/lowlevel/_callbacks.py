@@ -53,10 +53,10 @@ def {name}(h, req, {params}):
 # PYFUSE_REPLY_* code that tells C what to reply once it has returned, with no call into C
 # while the GIL is held. A plain Attr is its own C struct (copied as it is); a packed entry
 # (_replies.ENTRY_STRUCT: pyfuse.compat's, packed and checked) is the struct's first fields,
-# with its generation and timeouts. C checks the
-# attributes (inode 0, file type, 32-bit fields) and logs a refusal. Anything else, and an
-# async handler's coroutine, takes the general reply (_replies) with the request asked of C
-# (_req), which raises the BadReturn that names a bad value.
+# with its generation and timeouts. C checks the attributes (inode 0, file type, 32-bit
+# fields) and logs a refusal. Anything else, and an async handler's coroutine, takes the
+# general reply (_replies) with the request asked of C (_req), which raises the BadReturn that
+# names a bad value.
 _OUT_BODY = """\
 def {name}(h, slot, {params}):
     _s = _SESSIONS[h]
