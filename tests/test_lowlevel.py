@@ -346,7 +346,7 @@ def test_lookup_names_not_utf8_arrive_as_os_fsdecode_gives_them(mount_ops: Any,
 
 
 class Sized(ll.Operations):
-    """Files f0..f15 in the root, each its own size; lookup and getattr wait a little, so
+    """Files f0, f1, ... in the root, each its own size; lookup and getattr wait a little, so
     that several workers are inside them at once."""
 
     def __init__(self) -> None:
@@ -398,6 +398,53 @@ def test_concurrent_answers_stay_in_their_threads(mnt: str) -> None:
             assert len(ops.threads) > 1  # several workers answered
             slots = sum(o is not None for o in s._outs)
             assert 1 < slots <= len(ops.threads)
+
+
+class Gathered(Sized):
+    """Sized, whose file getattrs, once ``gather`` is set, wait until ``parties`` of them are
+    inside at once (each on a worker of its own)."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=60)
+        self.gather = False
+
+    def getattr(self, ino: int, fh: Optional[int]) -> Attr:
+        if self.gather and ino != 1:
+            self.barrier.wait()
+        return self._attr(ino)
+
+
+@pytest.mark.timeout(120)
+def test_more_workers_than_slots_answer_their_own(mnt: str) -> None:
+    """With more workers inside handlers at once than a session has slots
+    (PYFUSE_LL_SLOTS), those without one ask C for their out struct at each request: every
+    client still gets its own file's size."""
+    from pyfuse._pyfuse_c import lib
+
+    n = lib.PYFUSE_LL_SLOTS + 8
+    ops = Gathered(n)
+    with pyfuse.testing.mounted(ops, mnt, config=Config(entry_timeout=60, attr_timeout=0),
+                                max_threads=n + 4) as s:
+        for k in range(n):  # the entries looked up first (cached for 60 s), one at a time
+            os.stat(os.path.join(mnt, f"f{k}"))
+        ops.gather = True
+        got: dict[int, Any] = {}
+
+        def client(k: int, got: dict[int, Any] = got) -> None:
+            try:
+                got[k] = os.stat(os.path.join(mnt, f"f{k}")).st_size
+            except OSError as e:
+                got[k] = e
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got == {k: 1010 + k for k in range(n)}
+        assert len(ops.threads) > lib.PYFUSE_LL_SLOTS  # so some workers had no slot
+        assert s._outs[-1] is None  # (nothing kept for them)
 
 
 class SlowSync(OneFile):
