@@ -2,7 +2,8 @@
 mount and without cffi's upcall: the lookup and getattr callbacks of pyfuse.lowlevel called
 as cffi calls them, the filesystem's handlers alone (bench/tree_ll.py as the docs teach), and
 the callback's steps one at a time (a bare four-argument function, the session, the out
-buffer, the name, the reply copied into the out struct).
+buffer, the name, the reply copied into the out struct), and the two callbacks on
+pyfuse.compat.llfuse's face (bench/peers/llfuse_tree.py through its adapter).
 
     python bench/upcall_cost.py [--python PYTHON]
 
@@ -36,6 +37,9 @@ ROWS = {
     "name": "... and takes lookup's name from it (a slice, decoded)",
     "handler": "... and calls the filesystem's lookup",
     "reply": "... and copies the Attr into the out struct (all of lookup's steps)",
+    "llfuse_lookup": "pyfuse_ll_cb_lookup on pyfuse.compat.llfuse's face (bench/peers/"
+                     "llfuse_tree.py's lookup through the adapter; llfuse's lock is C's)",
+    "llfuse_getattr": "pyfuse_ll_cb_getattr on pyfuse.compat.llfuse's face",
 }
 
 
@@ -62,6 +66,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
 
     tree, s = Tree(), Session()
     s._op_lookup, s._op_getattr = tree.lookup, tree.getattr  # as BaseSession binds them
+    s._bytes_names = False  # as Session.__init__ sets it
     s._outs = cb.outs()
     h = dispatch.register(s)
     out_struct = lib.pyfuse_ll_out_here()  # this thread's, as in a request
@@ -127,10 +132,37 @@ def _setup() -> dict[str, Callable[[int], None]]:
         for _ in range(n):
             f(ino, None)
 
+    def llfuse_face() -> tuple[int, int, int]:
+        """A session of pyfuse.compat.llfuse's face over bench/peers/llfuse_tree.py (as
+        llfuse.init makes it): its handle, /small's inode and f00003's."""
+        import pyfuse.compat.llfuse as llfuse
+        sys.modules["llfuse"] = llfuse  # what the runner does
+        from bench.peers.llfuse_tree import Tree as LlTree
+        from pyfuse.compat.llfuse._adapter import adapt
+
+        lltree = LlTree(0.0)
+        ad, c = adapt(lltree, llfuse.lock), Session()
+        c._op_lookup, c._op_getattr = ad.lookup, ad.getattr
+        c._packed = c._bytes_names = True
+        c._outs = cb.outs()
+        parent = lltree.lookup(1, b"small").st_ino
+        return dispatch.register(c), parent, lltree.lookup(parent, b"f00003").st_ino
+
+    def run_llfuse_lookup(n: int) -> None:
+        hh, parent, _ = llfuse_face()
+        for _ in range(n):
+            lookup(hh, 0, parent, 6)
+
+    def run_llfuse_getattr(n: int) -> None:
+        hh, _, f = llfuse_face()
+        for _ in range(n):
+            getattr_(hh, 0, f, 0, 0)
+
     return {"loop": run_loop, "lookup": four(lookup), "getattr": run_getattr,
             "fs_lookup": run_fs_lookup, "fs_getattr": run_fs_getattr, "call": four(call),
             "out": four(with_out), "name": four(with_name), "handler": four(with_handler),
-            "reply": four(with_reply)}
+            "reply": four(with_reply), "llfuse_lookup": run_llfuse_lookup,
+            "llfuse_getattr": run_llfuse_getattr}
 
 
 def instructions(argv: list[str], cwd: str | None = None) -> int:

@@ -56,6 +56,9 @@ struct pyfuse_session {
     /* the inode API: each slot's owner, the struct pyfuse_ll_out of the thread that took it
      * (lowlevel.c; NULL: free) */
     struct pyfuse_ll_out *outs[PYFUSE_LL_SLOTS];
+    /* a lock held around every call into Python (PYFUSE_CALL_OP): pyfuse.compat.llfuse's
+     * global lock (glock.c); NULL: none */
+    struct pyfuse_glock *glock;
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
@@ -98,13 +101,18 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
  * serving a request (where libfuse's request context must not be asked for). */
 extern __thread int pyfuse_in_callback;
 
+/* glock.c: the session's global lock around a call (enter: 1 if it was taken here) */
+int pyfuse_glock_enter(struct pyfuse_glock *g);
+void pyfuse_glock_leave(struct pyfuse_glock *g);
+
 /* The call fn(handle, ...) into Python for the operation numbered opnum (a row of either
  * API's table), counted and timed when the session keeps statistics (one pointer test
- * otherwise); its value is fn's. */
+ * otherwise), inside the session's global lock if it has one; its value is fn's. */
 #define PYFUSE_CALL_OP(sess, opnum, fn, ...)                                             \
     __extension__({                                                                      \
         struct pyfuse_session *s_ = (sess);                                              \
         __typeof__(fn(s_->handle, __VA_ARGS__)) r_;                                      \
+        int g_ = s_->glock != NULL && pyfuse_glock_enter(s_->glock);                     \
         pyfuse_in_callback++;                                                            \
         if (__builtin_expect(s_->stats == NULL, 1)) {                                    \
             r_ = fn(s_->handle, __VA_ARGS__);                                            \
@@ -115,6 +123,8 @@ extern __thread int pyfuse_in_callback;
             pyfuse_stats_end(s_, (opnum), t_, (int64_t)r_);                              \
         }                                                                                \
         pyfuse_in_callback--;                                                            \
+        if (g_)                                                                          \
+            pyfuse_glock_leave(s_->glock);                                               \
         r_;                                                                              \
     })
 /* The same for the path API's operation OP (PYFUSE_OP_<OP>). */

@@ -200,6 +200,17 @@ int pyfuse_loop_abandon(void);
 int pyfuse_pump(pyfuse_session *s, int max);
 /* The /dev/fuse descriptor the session reads its requests from. */
 int pyfuse_session_fd(pyfuse_session *s);
+/* pyfuse.compat.llfuse's global lock (glock.c): held around every call into Python of a
+ * session it is set for, taken in C before the call. acquire: 1 taken, 0 timed out (timeout
+ * seconds; negative: none), -EDEADLK if this thread holds it already; release: 0, or -EPERM if
+ * this thread does not hold it. */
+struct pyfuse_glock;
+struct pyfuse_glock *pyfuse_glock_new(void);
+void pyfuse_glock_free(struct pyfuse_glock *g);
+int pyfuse_glock_held(const struct pyfuse_glock *g);
+int pyfuse_glock_acquire(struct pyfuse_glock *g, double timeout);
+int pyfuse_glock_release(struct pyfuse_glock *g);
+void pyfuse_session_set_glock(pyfuse_session *s, struct pyfuse_glock *g);
 /* 1 once the session's loop has been told to end (a signal, an unmount seen by the loop). */
 int pyfuse_exiting(pyfuse_session *s);
 void pyfuse_unmount(pyfuse_session *s);

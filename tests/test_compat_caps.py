@@ -141,6 +141,27 @@ def test_o_trunc_on_the_llfuse_face(tmp_path: Any) -> None:
         assert _rewrite(mnt) == ["hi", 0]
 
 
+@pytest.mark.timeout(60)
+def test_names_are_the_kernels_bytes_on_the_llfuse_face(tmp_path: Any) -> None:
+    """An llfuse program gets names as bytes, UTF-8 or not, as on llfuse (tests/compat_fs/
+    lltmp.py fails a request whose name is not ``bytes``)."""
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    names = [b"caf\xe9", b"\xff\xfe", "na\u00efve".encode()]
+    with testing.mounted_process([*RUNNER, os.path.join(FS, "lltmp.py"), mnt], mnt,
+                                 log=str(tmp_path / "lltmp.log")):
+        b = os.fsencode(mnt)
+        for n in names:
+            with open(os.path.join(b, n), "wb") as f:
+                f.write(n)
+        assert sorted(os.listdir(b)) == sorted(names)
+        for n in names:
+            assert open(os.path.join(b, n), "rb").read() == n
+            assert os.stat(os.path.join(b, n)).st_size == len(n)
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.path.join(b, b"caf\xe9x"))
+
+
 class Recorder(pyfuse.Operations):
     """One file; records the flags open gets and the sizes truncate gets."""
 

@@ -5,11 +5,14 @@ llfuse's own test suite is run unchanged by ``make test-originals``."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import errno
 import os
 import subprocess
 import sys
-from typing import Any
+import threading
+import time
+from typing import Any, Iterator
 
 import pytest
 
@@ -59,3 +62,120 @@ def test_runner_maps_llfuse(tmp_path: Any) -> None:
     r = subprocess.run([sys.executable, "-m", "pyfuse.compat", str(script)],
                        capture_output=True, text=True, timeout=30)
     assert r.stdout.split() == ["pyfuse.compat.llfuse", "64"], r.stderr
+
+
+@contextlib.contextmanager
+def _llfuse_serving(ops: Any, mnt: str) -> Iterator[None]:
+    """``ops`` served by pyfuse.compat.llfuse in this process (one worker) at ``mnt``."""
+    import pyfuse.compat.llfuse as llfuse
+
+    llfuse.init(ops, mnt, ["fsname=one"])
+    serving = threading.Thread(target=llfuse.main, kwargs={"workers": 1,
+                                                           "handle_signals": False})
+    serving.start()
+    try:
+        yield
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        serving.join(20)
+        llfuse.close()
+    assert not serving.is_alive()
+
+
+def _one(llfuse: Any) -> Any:
+    """An llfuse filesystem of one file, "f" (inode 2); every lookup records whether it
+    holds llfuse's lock (``held``) and, but a lookup of "keep", which keeps its ctx unread
+    (``kept``), its caller's pid (``pids``)."""
+
+    class One(llfuse.Operations):
+        def __init__(self) -> None:
+            super().__init__()
+            self.held: list[bool] = []
+            self.pids: list[int] = []
+            self.kept: list[Any] = []
+
+        def lookup(self, parent: int, name: bytes, ctx: Any) -> Any:
+            self.held.append(llfuse.lock.held())
+            if name == b"keep":
+                self.kept.append(ctx)
+            else:
+                self.pids.append(ctx.pid)
+            if name != b"f":
+                raise llfuse.FUSEError(errno.ENOENT)
+            return self.getattr(2, ctx)
+
+        def getattr(self, inode: int, ctx: Any = None) -> Any:
+            a = llfuse.EntryAttributes()
+            a.st_ino, a.st_mode = inode, (0o40755 if inode == 1 else 0o100644)
+            a.entry_timeout = a.attr_timeout = 0
+            return a
+
+    return One()
+
+
+def _stat_elsewhere(path: str) -> int:
+    """The pid of a new process that stats ``path`` (whatever comes of it)."""
+    r = subprocess.run([sys.executable, "-c", "import os, sys\nprint(os.getpid())\n"
+                        "try: os.stat(sys.argv[1])\nexcept OSError: pass", path],
+                       capture_output=True, text=True, timeout=30)
+    return int(r.stdout)
+
+
+@pytest.mark.timeout(60)
+def test_llfuse_lock_is_the_one_requests_wait_for(tmp_path: Any) -> None:
+    """llfuse.lock is the lock pyfuse's C shim takes around every request: while another
+    thread holds it, a request waits (and is served once it is let go of); inside a handler
+    it is held by the handler's thread."""
+    import pyfuse.compat.llfuse as llfuse
+
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    ops = _one(llfuse)
+    with _llfuse_serving(ops, mnt):
+        assert os.stat(os.path.join(mnt, "f")).st_ino == 2 and ops.held == [True]
+        assert not llfuse.lock.held()
+        done: list[Any] = []
+        client = threading.Thread(target=lambda: done.append(os.stat(os.path.join(mnt, "f"))))
+        with llfuse.lock:
+            assert llfuse.lock.held()
+            with pytest.raises(RuntimeError, match="more than once"):
+                llfuse.lock.acquire()
+            tried: list[bool] = []
+            other = threading.Thread(target=lambda: tried.append(llfuse.lock.acquire(0.1)))
+            other.start()
+            other.join(10)
+            assert tried == [False]  # timed out: this thread holds it
+            client.start()
+            time.sleep(0.5)
+            assert not done and client.is_alive()  # the request waits for the lock
+        client.join(10)
+        assert done and done[0].st_ino == 2 and ops.held == [True, True]
+        with pytest.raises(RuntimeError, match="holding thread"):
+            llfuse.lock.release()
+        assert llfuse.lock.acquire(timeout=0.1) is True
+        llfuse.lock.release()
+
+
+@pytest.mark.timeout(60)
+def test_llfuse_ctx_is_each_requests_own(tmp_path: Any) -> None:
+    """Each request's ctx reads its own caller, request after request (the adapter hands one
+    object out again while no handler keeps it); a ctx a handler kept stays its caller's
+    after the reply, whatever requests come next."""
+    import pyfuse.compat.llfuse as llfuse
+
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    ops = _one(llfuse)
+    f = os.path.join(mnt, "f")
+    with _llfuse_serving(ops, mnt):
+        others = []
+        for _ in range(3):
+            os.stat(f)
+            others.append(_stat_elsewhere(f))
+        me = os.getpid()
+        assert ops.pids == [me, others[0], me, others[1], me, others[2]], (ops.pids, others)
+        keeper = _stat_elsewhere(os.path.join(mnt, "keep"))
+        os.stat(f)
+        other = _stat_elsewhere(f)
+        assert ops.pids[-2:] == [me, other]
+        assert len(ops.kept) == 1 and ops.kept[0].pid == keeper

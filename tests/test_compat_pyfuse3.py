@@ -48,6 +48,28 @@ def serve(tmp_path: Any) -> Iterator[Callable[[str], str]]:
         stack.pop().__exit__(None, None, None)
 
 
+ODD_NAMES = [b"caf\xe9", b"\xff\xfe", "na\u00efve".encode()]  # two not UTF-8, one UTF-8
+
+
+def _names_transcript(mnt: str) -> list[Any]:
+    """Names as the kernel's bytes, UTF-8 or not: created, read, listed, renamed, removed
+    (the filesystem fails any request whose name is not ``bytes``, as on pyfuse3)."""
+    b = os.fsencode(mnt)
+    out: list[Any] = []
+    for n in ODD_NAMES:
+        with open(os.path.join(b, n), "wb") as f:
+            f.write(n)
+        out.append((os.stat(os.path.join(b, n)).st_size, open(os.path.join(b, n), "rb").read()))
+    out.append(sorted(n for n in os.listdir(b) if n in ODD_NAMES))
+    os.rename(os.path.join(b, b"caf\xe9"), os.path.join(b, b"\xe9t\xe9"))
+    os.setxattr(os.path.join(b, b"\xff\xfe"), b"user.\xe9", b"v")
+    out.append((sorted(os.listdir(b)), os.getxattr(os.path.join(b, b"\xff\xfe"), b"user.\xe9")))
+    for n in (b"\xe9t\xe9", *ODD_NAMES[1:]):
+        os.unlink(os.path.join(b, n))
+    out.append(sorted(os.listdir(b)))
+    return out
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
 def test_pyfuse3_filesystem_behaves_as_on_pyfuse3(serve: Any) -> None:
@@ -55,7 +77,7 @@ def test_pyfuse3_filesystem_behaves_as_on_pyfuse3(serve: Any) -> None:
     for variant in VARIANTS:
         mnt = serve(variant)
         seen[variant] = (_files_transcript(mnt, links=False), _xattr_transcript(mnt),
-                         os.statvfs(mnt).f_blocks)
+                         os.statvfs(mnt).f_blocks, _names_transcript(mnt))
     for variant in ("runner", "runner-asyncio", "import"):
         assert seen[variant] == seen["pyfuse3"], variant
     assert seen["pyfuse3-asyncio"] == seen["pyfuse3"]

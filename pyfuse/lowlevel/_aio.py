@@ -26,6 +26,7 @@ import contextvars
 import errno
 import itertools
 import logging
+import sys
 import threading
 import time
 import types
@@ -44,6 +45,16 @@ _Coro = types.CoroutineType
 _EINTR = errno.EINTR
 _now = time.perf_counter_ns
 _get_ident = threading.get_ident
+_refs = sys.getrefcount
+
+
+def _unheld() -> int:
+    """What ``sys.getrefcount`` says of an object only a local variable holds."""
+    o = object()
+    return sys.getrefcount(o)
+
+
+_UNHELD = _unheld()
 
 
 class Request:
@@ -65,9 +76,9 @@ class Request:
         self.answered = False
         self.started = False
         self._ctx: Optional[Context] = None
-        #: A weak reference to an object that reads :attr:`ctx` when it is first read: if it
-        #: is still alive when the request is answered, ctx is fetched before the reply frees
-        #: the request.
+        #: An object that reads :attr:`ctx` when it is first read (pyfuse.compat's lazy
+        #: RequestContext): if anything but this attribute still holds it when the request is
+        #: answered, ctx is fetched before the reply frees the request. Cleared then.
         self.ctx_view: Any = None
         # timestamps only for the statistics (recorder set): none on the plain path
         self.t_arrived = _now() if bridge.recorder is not None else 0
@@ -92,8 +103,11 @@ class Request:
             self.answered = True
             b._answering += 1
         try:
-            if self.ctx_view is not None and self._ctx is None and self.ctx_view() is not None:
-                self.ctx  # noqa: B018 (fetched while the request is alive)
+            view = self.ctx_view
+            if view is not None:
+                self.ctx_view = None  # (it refers to this request: no cycle left behind)
+                if self._ctx is None and _refs(view) > _UNHELD:
+                    self.ctx  # noqa: B018 (kept: fetched while the request is alive)
             b._pending.pop(self.key, None)
             if not self.started and self.coro is not None:
                 try:

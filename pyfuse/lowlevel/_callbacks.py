@@ -191,7 +191,10 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
     named = params.startswith("parent, name") or params.startswith("target, parent, name")
     where, where_later = _NAMED if named else (params.split(",")[0], params.split(",")[0])
     # names (never NULL here) decoded inline, as convert.path does: one Python frame fewer
-    call = re.sub(r"_name\((\w+)\)", r"_string(\1).decode(_ENC, 'surrogateescape')", call)
+    # (bytes as they are for a session with ``_bytes_names``: pyfuse.compat's llfuse and
+    # pyfuse3 faces, whose filesystems take bytes)
+    call = re.sub(r"_name\((\w+)\)", r"(_string(\1) if _s._bytes_names else "
+                  r"_string(\1).decode(_ENC, 'surrogateescape'))", call)
     if op in _OUT_OPS:
         code, code_out = _CODES[reply]
         src = _OUT_BODY.format(name=name, params=params, op=op, call=call, where=where,
@@ -228,11 +231,12 @@ def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
     o = s._outs[slot]
     if o is None:
         o = _here(s, slot)
-    raw = o[_NAME:_NAME + namelen]
-    try:  # UTF-8: bytes.decode's default (no codec and handler looked up), else as os.fsdecode
-        name = raw.decode() if _UTF8 else raw.decode(ENC, "surrogateescape")
-    except UnicodeDecodeError:
-        name = raw.decode(ENC, "surrogateescape")
+    name = o[_NAME:_NAME + namelen]
+    if not s._bytes_names:
+        try:  # UTF-8: bytes.decode's default (no codec and handler looked up), else os.fsdecode's
+            name = name.decode() if _UTF8 else name.decode(ENC, "surrogateescape")
+        except UnicodeDecodeError:
+            name = name.decode(ENC, "surrogateescape")
     try:
         r = s._op_lookup(parent, name)
         if r.__class__ is Attr:

@@ -55,6 +55,10 @@ class Session(BaseSession):
         if not isinstance(ops, Operations):
             raise TypeError("ops must be an instance of a pyfuse.lowlevel.Operations subclass")
         super().__init__(ops, mountpoint, **kwargs)
+        #: Whether handlers get names as the kernel's bytes (not decoded to str):
+        #: pyfuse.compat's llfuse and pyfuse3 faces, whose filesystems take bytes. Set before
+        #: :meth:`mount`; an instance attribute, read on every named request.
+        self._bytes_names = False
         self._entry_timeout = float(self.config.entry_timeout)
         self._attr_timeout = float(self.config.attr_timeout)
         self._bridge = Bridge(self)

@@ -1,6 +1,7 @@
 """A one-directory in-memory filesystem written against llfuse's API as llfuse's own
 examples/tmpfs.py writes one: ``open`` ignores its flags (on llfuse, libfuse 2 truncates a
-file opened with O_TRUNC through ``setattr`` first), ``setattr`` applies a size. Usage:
+file opened with O_TRUNC through ``setattr`` first), ``setattr`` applies a size; a name that
+is not ``bytes`` fails its request, as it never is on llfuse. Usage:
 lltmp.py MOUNTPOINT. LLFUSE_MODULE names the module (default llfuse)."""
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ import sys
 import time
 
 llfuse = importlib.import_module(os.environ.get("LLFUSE_MODULE", "llfuse"))
+
+
+def _bytes(name):
+    """llfuse hands names over as bytes: anything else fails the request (EIO)."""
+    if type(name) is not bytes:
+        raise TypeError(f"name {name!r} is not bytes")
 
 
 class LLTmp(llfuse.Operations):
@@ -35,6 +42,7 @@ class LLTmp(llfuse.Operations):
         return a
 
     def lookup(self, parent_inode, name, ctx):
+        _bytes(name)
         if name not in self.names:
             raise llfuse.FUSEError(errno.ENOENT)
         return self._attr(self.names[name])
@@ -51,6 +59,7 @@ class LLTmp(llfuse.Operations):
         return self._attr(inode)
 
     def create(self, parent_inode, name, mode, flags, ctx):
+        _bytes(name)
         ino = llfuse.ROOT_INODE + 1 + len(self.names)
         self.names[name] = ino
         self.data[ino] = b""

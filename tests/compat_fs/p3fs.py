@@ -5,7 +5,8 @@ P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's x
 user.p3fs.lookups and user.p3fs.creator (not listed) are the number of lookup calls so far
 and the pid, uid and gid of the last create's ctx, as read after that request's reply.
 P3FS_MAX_TASKS: main(max_tasks=N); P3FS_SLOW=1: each read waits 0.3 s, and user.p3fs.most is
-the most reads that were in progress at once."""
+the most reads that were in progress at once. A name that is not ``bytes`` fails its
+request, as it never is on pyfuse3."""
 from __future__ import annotations
 
 import errno
@@ -16,6 +17,13 @@ import sys
 import time
 
 pyfuse3 = importlib.import_module(os.environ.get("PYFUSE3_MODULE", "pyfuse3"))
+
+
+def _bytes(*names):
+    """pyfuse3 hands names over as bytes: anything else fails the request (EIO)."""
+    for name in names:
+        if type(name) is not bytes:
+            raise TypeError(f"name {name!r} is not bytes")
 
 
 class Node:
@@ -61,6 +69,7 @@ class P3Memory(pyfuse3.Operations):
         return self._attr(n)
 
     async def lookup(self, parent_inode, name, ctx):
+        _bytes(name)
         self.lookup_calls += 1
         d = self._node(parent_inode)
         if name not in d.children:
@@ -102,9 +111,11 @@ class P3Memory(pyfuse3.Operations):
         return n
 
     async def mkdir(self, parent_inode, name, mode, ctx):
+        _bytes(name)
         return self._looked_up(self._add(parent_inode, name, mode))
 
     async def symlink(self, parent_inode, name, target, ctx):
+        _bytes(name, target)
         n = self._add(parent_inode, name, stat.S_IFLNK | 0o777)
         n.target = target
         return self._looked_up(n)
@@ -113,6 +124,7 @@ class P3Memory(pyfuse3.Operations):
         return self._node(inode).target
 
     async def create(self, parent_inode, name, mode, flags, ctx):
+        _bytes(name)
         self.last_ctx = ctx  # read later, after the reply (user.p3fs.creator)
         n = self._add(parent_inode, name, mode)
         return pyfuse3.FileInfo(fh=n.ino), self._looked_up(n)
@@ -143,6 +155,7 @@ class P3Memory(pyfuse3.Operations):
         pass
 
     async def unlink(self, parent_inode, name, ctx):
+        _bytes(name)
         d = self._node(parent_inode)
         if name not in d.children:
             raise pyfuse3.FUSEError(errno.ENOENT)
@@ -150,6 +163,7 @@ class P3Memory(pyfuse3.Operations):
         n.nlink -= 1
 
     async def rmdir(self, parent_inode, name, ctx):
+        _bytes(name)
         d = self._node(parent_inode)
         n = self.nodes[d.children[name]]
         if n.children:
@@ -158,6 +172,7 @@ class P3Memory(pyfuse3.Operations):
         d.nlink -= 1
 
     async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
+        _bytes(name_old, name_new)
         if flags:
             raise pyfuse3.FUSEError(errno.EINVAL)
         src, dst = self._node(parent_inode_old), self._node(parent_inode_new)
@@ -176,9 +191,11 @@ class P3Memory(pyfuse3.Operations):
             self.lookups[ino] = self.lookups.get(ino, 0) + 1  # readdir_reply counts one
 
     async def setxattr(self, inode, name, value, ctx):
+        _bytes(name)
         self._node(inode).xattrs[name] = value
 
     async def getxattr(self, inode, name, ctx):
+        _bytes(name)
         if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.most":
             return str(self.most).encode()
         if inode == pyfuse3.ROOT_INODE and name == b"user.p3fs.lookups":
@@ -195,6 +212,7 @@ class P3Memory(pyfuse3.Operations):
         return list(self._node(inode).xattrs)
 
     async def removexattr(self, inode, name, ctx):
+        _bytes(name)
         try:
             del self._node(inode).xattrs[name]
         except KeyError:

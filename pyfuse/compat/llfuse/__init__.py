@@ -10,11 +10,12 @@ pyfuse3's (the two share them). docs/compat.md lists the differences.
 from __future__ import annotations
 
 import errno
-import threading
+import os
 import time
 from typing import Any, Iterable, Optional
 
 from ... import lowlevel as ll
+from ..._pyfuse_c import ffi, lib
 from ...types import Config
 from ..pyfuse3 import get_sup_groups, getxattr, listdir, setxattr
 from ..pyfuse3._types import (
@@ -39,11 +40,11 @@ default_options = frozenset(("big_writes", "default_permissions", "no_splice_rea
                              "splice_write", "splice_move"))
 
 
-_get_ident = threading.get_ident
-
-
 class Lock:
-    """llfuse's global lock: held while a handler runs; the class of :data:`lock`."""
+    """llfuse's global lock: held while a handler runs; the class of :data:`lock`. A mutex in
+    pyfuse's C shim, which takes it before every call into the filesystem (waiting for it
+    without the GIL, as llfuse does) and lets go of it after; :meth:`acquire` and
+    :meth:`release` take and let go of the same mutex (without the GIL while waiting)."""
 
     _made = False
 
@@ -51,26 +52,29 @@ class Lock:
         if Lock._made:
             raise TypeError("Lock instances can't be created, use the llfuse.lock instance")
         Lock._made = True
-        self._lock = threading.Lock()
-        self._owner: Optional[int] = None
+        g = lib.pyfuse_glock_new()
+        if g == ffi.NULL:
+            raise MemoryError("llfuse.lock: no memory for the lock")
+        self._g = ffi.gc(g, lib.pyfuse_glock_free)
 
     def acquire(self, timeout: Optional[float] = None) -> bool:
         """Take the lock (False if ``timeout`` seconds passed first); RuntimeError if this
         thread holds it already, as llfuse's."""
-        me = threading.get_ident()
-        if self._owner == me:
+        rc = lib.pyfuse_glock_acquire(self._g, -1.0 if timeout is None else float(timeout))
+        if rc == -errno.EDEADLK:
             raise RuntimeError("Global lock cannot be acquired more than once")
-        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
-            return False
-        self._owner = me
-        return True
+        if rc < 0:
+            raise OSError(-rc, f"llfuse.lock.acquire: {os.strerror(-rc)}")
+        return rc == 1
 
     def release(self) -> None:
         """Let go of the lock; RuntimeError unless this thread holds it, as llfuse's."""
-        if self._owner != threading.get_ident():
+        if lib.pyfuse_glock_release(self._g) == -errno.EPERM:
             raise RuntimeError("Lock can only be released by the holding thread")
-        self._owner = None
-        self._lock.release()
+
+    def held(self) -> bool:
+        """Whether this thread holds the lock (pyfuse's addition)."""
+        return bool(lib.pyfuse_glock_held(self._g))
 
     def yield_(self, count: int = 1) -> None:
         """Let another thread that waits for the lock have it, ``count`` times."""
@@ -79,18 +83,11 @@ class Lock:
             time.sleep(0)
             self.acquire()
 
-    def __enter__(self) -> None:  # acquire(), inline: taken around every handler
-        me = _get_ident()
-        if self._owner == me:
-            raise RuntimeError("Global lock cannot be acquired more than once")
-        self._lock.acquire()
-        self._owner = me
+    def __enter__(self) -> None:
+        self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:  # release(), inline
-        if self._owner != _get_ident():
-            raise RuntimeError("Lock can only be released by the holding thread")
-        self._owner = None
-        self._lock.release()
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
     def __getstate__(self) -> None:
         from pickle import PicklingError
@@ -276,7 +273,10 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     session = ll.Session(adapt(ops, lock), mountpoint, config=config, **kw)
     session._dup_names = True  # llfuse hands the kernel a listing as it is
     session._packed = True  # to_entry's packed entries
+    session._bytes_names = True  # names as the kernel's bytes, as the filesystem takes them
     session.mount()
+    # every handler inside llfuse's lock, taken by C (requests are served from main() on)
+    lib.pyfuse_session_set_glock(session._c, lock._g)
     _session = session
 
 

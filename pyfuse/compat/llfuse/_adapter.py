@@ -1,17 +1,17 @@
 """The inode-API filesystem that serves an llfuse one: each handler the llfuse class overrides
-becomes a synchronous handler of :class:`pyfuse.lowlevel.Operations` that takes llfuse's
-global lock (as llfuse does around every handler), calls it with llfuse's arguments (bytes
-names, file handles, a RequestContext) and converts the result; a ``FUSEError`` becomes the
-caller's errno. Only the overridden handlers exist, so only they are registered."""
+becomes a synchronous handler of :class:`pyfuse.lowlevel.Operations` that calls it with
+llfuse's arguments (bytes names, file handles, a RequestContext) and converts the result; a
+``FUSEError`` becomes the caller's errno. llfuse's global lock is held around each request by
+pyfuse's C shim (as llfuse's own C code holds it), around init and destroy here. Only the
+overridden handlers exist, so only they are registered. Names arrive as the kernel's bytes
+(the session's ``_bytes_names``, set by :func:`init`) and are handed on as they are."""
 from __future__ import annotations
 
 import builtins
 import errno
 import os
-import re
 import stat
 import sys
-import threading
 from typing import Any, Callable, Iterator
 
 from ... import lowlevel as ll
@@ -38,62 +38,62 @@ _ctx = request_context
 
 
 # Each handler is compiled from one body (as pyfuse's own callbacks are, see
-# pyfuse.lowlevel._callbacks): take llfuse's lock inline (Lock.__enter__'s checks, no call of
-# it), call the filesystem's method by name (looked up at each call, as llfuse does) with
-# llfuse's arguments, let go of the lock (Lock.__exit__'s checks) and convert the result. With
-# ``ctx``, a lazy RequestContext is the last argument, fetched before the reply if the method
-# kept it. One Python frame between the callback and the filesystem's method.
+# pyfuse.lowlevel._callbacks): call the filesystem's method by name (looked up at each call,
+# as llfuse does) with llfuse's arguments and convert the result. llfuse's global lock is held
+# around it by pyfuse's C shim (the session's lock, set by init: csrc/glock.c), as llfuse's
+# own C code holds it. With ``ctx``, a lazy RequestContext is the last argument, fetched
+# before the reply if the method kept it. One Python frame between the callback and the
+# filesystem's method.
 _BODY = """\
 def {name}(self{params}):
-{pre}{ctx_pre}    _me = _ident()
-    if _L._owner == _me:
-        raise RuntimeError("Global lock cannot be acquired more than once")
-    _acquire()
-    _L._owner = _me
-    try:
+{pre}{ctx_pre}    try:
         _r = _ops.{name}({args})
     except _FUSEError as _e:
         raise _FuseError(_e.errno) from None
-    finally:
-        if _L._owner != _me:
-            raise RuntimeError("Lock can only be released by the holding thread")
-        _L._owner = None
-        _release()
 {ctx_post}    return {result}
 """
+# The lazy RequestContext is one object handed to request after request (``_C[0]``), its ids
+# forgotten each time, unless something else holds it (a handler that let go of the lock and
+# still runs, or a method that kept it: fetched while its request was served), when a new one
+# takes its place. (Its references: ``_C``'s, if it is still there, this frame's and
+# getrefcount's argument; _BASE is the last two.)
 _CTX_PRE = """\
-    _ctx = _new(_Lazy)
+    _ctx = _C[0]
+    if _refs(_ctx) > _BASE + 1:
+        _ctx = _C[0] = _new(_Lazy)
+    _ctx._ids = None
 """
 _CTX_POST = """\
-        if _refs(_ctx) > _BASE:  # the method kept it: fetched while its request is served
+    finally:
+        if _refs(_ctx) > _BASE + (_C[0] is _ctx):  # kept
             _ctx.fetch()
 """
 #: (handler name, the inode API's parameters, llfuse's arguments, whether a ctx is appended to
 #: them, what is returned (of the method's result ``_r``), code run first)
 _SPECS: list[tuple[str, str, str, bool, str, str]] = [
-    ("lookup", "parent, name", "parent, _enc(name)", True, '_entry(_r, "lookup")', ""),
+    ("lookup", "parent, name", "parent, name", True, '_entry(_r, "lookup")', ""),
     ("forget", "ino, nlookup", "[(ino, nlookup)]", False, "None", ""),
     ("getattr", "ino, fh", "ino", True, '_entry(_r, "getattr")', ""),
     ("setattr", "ino, attr, to_set, fh",
      "ino, _from_attr(attr), _fields(to_set), fh", True, '_entry(_r, "setattr")', ""),
     ("readlink", "ino", "ino", True, "bytes(_r)", ""),
-    ("mknod", "parent, name, mode, rdev", "parent, _enc(name), mode, rdev", True,
+    ("mknod", "parent, name, mode, rdev", "parent, name, mode, rdev", True,
      '_entry(_r, "mknod")', ""),
     # as llfuse: a directory's type in the mode
-    ("mkdir", "parent, name, mode", "parent, _enc(name), mode", True,
+    ("mkdir", "parent, name, mode", "parent, name, mode", True,
      '_entry(_r, "mkdir")', "    mode = (mode & ~_S_IFMT) | _S_IFDIR\n"),
-    ("unlink", "parent, name", "parent, _enc(name)", True, "None", ""),
-    ("rmdir", "parent, name", "parent, _enc(name)", True, "None", ""),
-    ("symlink", "target, parent, name", "parent, _enc(name), _enc(target)", True,
+    ("unlink", "parent, name", "parent, name", True, "None", ""),
+    ("rmdir", "parent, name", "parent, name", True, "None", ""),
+    ("symlink", "target, parent, name", "parent, name, target", True,
      '_entry(_r, "symlink")', ""),
     # llfuse's rename has no flags (libfuse 2): as its kernel, refuse them
     ("rename", "parent, name, newparent, newname, flags",
-     "parent, _enc(name), newparent, _enc(newname)", True, "None",
+     "parent, name, newparent, newname", True, "None",
      "    if flags:\n        raise _FuseError(_EINVAL)\n"),
-    ("link", "ino, newparent, newname", "ino, newparent, _enc(newname)", True,
+    ("link", "ino, newparent, newname", "ino, newparent, newname", True,
      '_entry(_r, "link")', ""),
     ("open", "ino, flags", "ino, flags", True, "_FileInfo(int(_r), keep_cache=True)", ""),
-    ("create", "parent, name, mode, flags", "parent, _enc(name), mode, flags", True,
+    ("create", "parent, name, mode, flags", "parent, name, mode, flags", True,
      "_created(_r)", ""),
     ("read", "ino, size, off, fh", "fh, off, size", False, "_r", ""),
     ("write", "ino, data, off, fh", "fh, off, bytes(data)", False, "_r", ""),
@@ -104,11 +104,10 @@ _SPECS: list[tuple[str, str, str, bool, str, str]] = [
     ("fsyncdir", "ino, datasync, fh", "fh, datasync", False, "None", ""),
     ("opendir", "ino, flags", "ino", True, "int(_r)", ""),
     ("statfs", "ino", "", True, "_statvfs(_r)", ""),
-    ("getxattr", "ino, name", "ino, _enc(name)", True, "bytes(_r)", ""),
+    ("getxattr", "ino, name", "ino, name", True, "bytes(_r)", ""),
     ("listxattr", "ino", "ino", True, "[_dec(n) for n in _r]", ""),
-    ("removexattr", "ino, name", "ino, _enc(name)", True, "None", ""),
+    ("removexattr", "ino, name", "ino, name", True, "None", ""),
     ("access", "ino, mask", "ino, mask", True, "_allowed(_r)", ""),
-    ("destroy", "", "", False, "None", ""),
 ]
 
 
@@ -128,24 +127,19 @@ def _allowed(ok: Any) -> None:
         raise FuseError(errno.EACCES)
 
 
-def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
-    """The inode API's handler of each llfuse handler name; each holds ``lock`` while the
-    filesystem's code runs."""
+def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
+    """The inode API's handler of each llfuse handler name (run inside llfuse's lock, which
+    C takes around each request)."""
     namespace: dict[str, Any] = {
-        "_ops": ops, "_L": lock, "_ident": threading.get_ident,
-        "_acquire": lock._lock.acquire, "_release": lock._lock.release,
-        "_FUSEError": FUSEError, "_FuseError": FuseError, "_EINVAL": errno.EINVAL,
+        "_ops": ops, "_FUSEError": FUSEError, "_FuseError": FuseError, "_EINVAL": errno.EINVAL,
         "_Lazy": LazyRequestContext, "_new": object.__new__, "_refs": sys.getrefcount,
-        "_BASE": _unkept(),
-        "_FSENC": sys.getfilesystemencoding(), "_FSERR": sys.getfilesystemencodeerrors(),
+        "_BASE": _unkept(), "_C": [object.__new__(LazyRequestContext)],
         "_dec": _dec,
         "_entry": to_entry, "_from_attr": from_attr, "_fields": setattr_fields,
         "_FileInfo": FileInfo, "_created": _created, "_statvfs": to_statvfs,
         "_allowed": _allowed, "_S_IFMT": stat.S_IFMT(0o177777), "_S_IFDIR": stat.S_IFDIR}
     h: dict[str, Callable[..., Any]] = {}
     for name, params, args, ctx, result, pre in _SPECS:
-        # names encoded inline, as os.fsencode does (one Python frame fewer)
-        args = re.sub(r"_enc\((\w+)\)", r"\1.encode(_FSENC, _FSERR)", args)
         src = _BODY.format(
             name=name, params=f", {params}" if params else "",
             args=(f"{args}, _ctx" if args else "_ctx") if ctx else args,
@@ -154,29 +148,28 @@ def _handlers(ops: Any, lock: Any) -> dict[str, Callable[..., Any]]:
         h[name] = define(src, name, f"<pyfuse.compat llfuse handler {name}>", dict(namespace))
 
     def call(name: str, *args: Any) -> Any:
-        with lock:
-            try:
-                return builtins.getattr(ops, name)(*args)
-            except FUSEError as e:
-                raise FuseError(e.errno) from None
+        try:
+            return builtins.getattr(ops, name)(*args)
+        except FUSEError as e:
+            raise FuseError(e.errno) from None
 
     def readdir(self: Any, ino: int, offset: int, fh: int, plus: bool) -> Iterator[Any]:
-        """llfuse's generator of (name, attr, next offset), pulled under the lock."""
+        """llfuse's generator of (name, attr, next offset), pulled inside the readdir
+        request (under the lock, which C holds around it)."""
         it = call("readdir", fh, offset)
         while True:
-            with lock:
-                try:
-                    name, attr, nxt = next(it)
-                except StopIteration:
-                    return
-                except FUSEError as e:
-                    raise FuseError(e.errno) from None
+            try:
+                name, attr, nxt = next(it)
+            except StopIteration:
+                return
+            except FUSEError as e:
+                raise FuseError(e.errno) from None
             # the name's bytes as they are (the listing joins them so)
             yield name if type(name) is bytes else _enc(name), packed_attr(attr), nxt
     h["readdir"] = readdir
 
     def setxattr(self: Any, ino: int, name: str, value: bytes, flags: int) -> None:
-        bname, ctx = _enc(name), _ctx()
+        bname, ctx = name, _ctx()
         if flags & os.XATTR_CREATE:  # as llfuse: checked with getxattr
             try:
                 call("getxattr", ino, bname, ctx)
@@ -200,11 +193,18 @@ def adapt(ops: Any, lock: Any) -> ll.Operations:
     names = {name for name, base in vars(Operations).items()
              if callable(base) and not name.startswith("_")
              and builtins.getattr(cls, name, base) is not base}
-    namespace: dict[str, Any] = {name: fn for name, fn in _handlers(ops, lock).items()
+    namespace: dict[str, Any] = {name: fn for name, fn in _handlers(ops).items()
                                  if name in names}
 
+    # init and destroy are called outside any request (no lock taken by C): taken here
     def init(self: Any) -> None:
         with lock:
             ops.init()
     namespace["init"] = init
+
+    def destroy(self: Any) -> None:
+        with lock:
+            ops.destroy()
+    if "destroy" in names:
+        namespace["destroy"] = destroy
     return type(f"Llfuse{cls.__name__}", (ll.Operations,), namespace)()  # type: ignore

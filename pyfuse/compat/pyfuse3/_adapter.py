@@ -2,7 +2,9 @@
 overrides becomes an ``async def`` handler of :class:`pyfuse.lowlevel.Operations` that calls
 it with pyfuse3's arguments (bytes names, file handles, a RequestContext) and converts the
 result; a ``FUSEError`` becomes the caller's errno. Only the overridden handlers exist, so
-only they are registered (as pyfuse3 answers ENOSYS for the rest, libfuse does)."""
+only they are registered (as pyfuse3 answers ENOSYS for the rest, libfuse does). Names
+arrive as the kernel's bytes (the session's ``_bytes_names``, set by ``init``) and are handed
+on as they are."""
 from __future__ import annotations
 
 import builtins
@@ -29,7 +31,6 @@ from ._types import (
 
 __all__ = ["adapt"]
 
-_enc = os.fsencode
 _dec = os.fsdecode
 _ctx = request_context
 
@@ -44,7 +45,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     async def lookup(self: Any, parent: int, name: str) -> ll.Entry | bytes:
         try:
-            return to_entry(await ops.lookup(parent, _enc(name), _ctx()), "lookup")
+            return to_entry(await ops.lookup(parent, name, _ctx()), "lookup")
         except FUSEError as e:
             raise _err(e) from None
     h["lookup"] = lookup
@@ -80,7 +81,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     async def mknod(self: Any, parent: int, name: str, mode: int, rdev: int) -> ll.Entry | bytes:
         try:
-            return to_entry(await ops.mknod(parent, _enc(name), mode, rdev, _ctx()), "mknod")
+            return to_entry(await ops.mknod(parent, name, mode, rdev, _ctx()), "mknod")
         except FUSEError as e:
             raise _err(e) from None
     h["mknod"] = mknod
@@ -88,28 +89,28 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
     async def mkdir(self: Any, parent: int, name: str, mode: int) -> ll.Entry | bytes:
         mode = (mode & ~stat.S_IFMT(0o177777)) | stat.S_IFDIR  # as pyfuse3: a directory's type
         try:
-            return to_entry(await ops.mkdir(parent, _enc(name), mode, _ctx()), "mkdir")
+            return to_entry(await ops.mkdir(parent, name, mode, _ctx()), "mkdir")
         except FUSEError as e:
             raise _err(e) from None
     h["mkdir"] = mkdir
 
     async def unlink(self: Any, parent: int, name: str) -> None:
         try:
-            await ops.unlink(parent, _enc(name), _ctx())
+            await ops.unlink(parent, name, _ctx())
         except FUSEError as e:
             raise _err(e) from None
     h["unlink"] = unlink
 
     async def rmdir(self: Any, parent: int, name: str) -> None:
         try:
-            await ops.rmdir(parent, _enc(name), _ctx())
+            await ops.rmdir(parent, name, _ctx())
         except FUSEError as e:
             raise _err(e) from None
     h["rmdir"] = rmdir
 
     async def symlink(self: Any, target: str, parent: int, name: str) -> ll.Entry | bytes:
         try:
-            return to_entry(await ops.symlink(parent, _enc(name), _enc(target), _ctx()),
+            return to_entry(await ops.symlink(parent, name, target, _ctx()),
                             "symlink")
         except FUSEError as e:
             raise _err(e) from None
@@ -118,14 +119,14 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
     async def rename(self: Any, parent: int, name: str, newparent: int, newname: str,
                      flags: int) -> None:
         try:
-            await ops.rename(parent, _enc(name), newparent, _enc(newname), flags, _ctx())
+            await ops.rename(parent, name, newparent, newname, flags, _ctx())
         except FUSEError as e:
             raise _err(e) from None
     h["rename"] = rename
 
     async def link(self: Any, ino: int, newparent: int, newname: str) -> ll.Entry | bytes:
         try:
-            return to_entry(await ops.link(ino, newparent, _enc(newname), _ctx()), "link")
+            return to_entry(await ops.link(ino, newparent, newname, _ctx()), "link")
         except FUSEError as e:
             raise _err(e) from None
     h["link"] = link
@@ -139,7 +140,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     async def create(self: Any, parent: int, name: str, mode: int, flags: int) -> Any:
         try:
-            fi, attr = await ops.create(parent, _enc(name), mode, flags, _ctx())
+            fi, attr = await ops.create(parent, name, mode, flags, _ctx())
         except FUSEError as e:
             raise _err(e) from None
         return to_entry(attr, "create"), to_fileinfo(fi, "create")
@@ -214,7 +215,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
     h["statfs"] = statfs
 
     async def setxattr(self: Any, ino: int, name: str, value: bytes, flags: int) -> None:
-        bname, ctx = _enc(name), _ctx()
+        bname, ctx = name, _ctx()
         try:
             if flags & os.XATTR_CREATE:  # as pyfuse3: checked with getxattr
                 try:
@@ -233,7 +234,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     async def getxattr(self: Any, ino: int, name: str) -> bytes:
         try:
-            return bytes(await ops.getxattr(ino, _enc(name), _ctx()))
+            return bytes(await ops.getxattr(ino, name, _ctx()))
         except FUSEError as e:
             raise _err(e) from None
     h["getxattr"] = getxattr
@@ -247,7 +248,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     async def removexattr(self: Any, ino: int, name: str) -> None:
         try:
-            await ops.removexattr(ino, _enc(name), _ctx())
+            await ops.removexattr(ino, name, _ctx())
         except FUSEError as e:
             raise _err(e) from None
     h["removexattr"] = removexattr

@@ -7,7 +7,6 @@ import errno as _errno
 import os
 import stat
 import struct
-import weakref
 from typing import Any
 
 from ..._core.context import CURRENT as _CURRENT
@@ -241,13 +240,15 @@ class LazyRequestContext(RequestContext):
         self._request = request
 
     def fetch(self) -> Any:
-        """The caller's ids (a :class:`pyfuse.Context`), fetched once."""
+        """The caller's ids (a :class:`pyfuse.Context`), fetched once (``_ids`` unset or None:
+        not yet; the llfuse adapter sets it None to hand the object out again)."""
         try:
-            return self._ids
+            c = self._ids
         except AttributeError:
-            pass
-        r = getattr(self, "_request", None)
-        c = self._ids = r.ctx if r is not None else _context()
+            c = None
+        if c is None:
+            r = getattr(self, "_request", None)
+            c = self._ids = r.ctx if r is not None else _context()
         return c
 
     uid = property(lambda self: self.fetch().uid)  # type: ignore[assignment]
@@ -262,8 +263,9 @@ def request_context() -> RequestContext:
     synchronous one's fetched now."""
     p = _CURRENT.get()
     if p is not None:
-        ctx = LazyRequestContext(p)
-        p.ctx_view = _weakref(ctx)
+        ctx = _new(LazyRequestContext)  # (__init__'s one assignment, without its frame)
+        ctx._request = p
+        p.ctx_view = ctx
         return ctx
     c = _context()
     return RequestContext(c.uid, c.gid, c.pid, c.umask)
@@ -346,5 +348,5 @@ ENOATTR = _errno.ENODATA
 _pack_attr = ATTR_STRUCT.pack
 _pack_entry = ENTRY_STRUCT.pack
 _INF = float("inf")
-_weakref = weakref.ref
+_new = object.__new__
 
