@@ -49,7 +49,8 @@ _refs = sys.getrefcount
 
 
 def _unheld() -> int:
-    """What ``sys.getrefcount`` says of an object only a local variable holds."""
+    """What ``sys.getrefcount`` says of an object only a local variable holds (also the
+    llfuse adapter's test of a kept RequestContext)."""
     o = object()
     return sys.getrefcount(o)
 

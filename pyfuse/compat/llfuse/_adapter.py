@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 from ... import lowlevel as ll
 from ..._core.dispatch import define
 from ...errors import FuseError
+from ...lowlevel._aio import _UNHELD
 from ...types import FileInfo
 from ..pyfuse3._types import (
     ENOATTR,
@@ -111,12 +112,6 @@ _SPECS: list[tuple[str, str, str, bool, str, str]] = [
 ]
 
 
-def _unkept() -> int:
-    """What ``sys.getrefcount`` says of an object only a local variable holds."""
-    o = object()
-    return sys.getrefcount(o)
-
-
 def _created(r: Any) -> Any:
     fh, attr = r
     return to_entry(attr, "create"), FileInfo(int(fh), keep_cache=True)
@@ -133,7 +128,7 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
     namespace: dict[str, Any] = {
         "_ops": ops, "_FUSEError": FUSEError, "_FuseError": FuseError, "_EINVAL": errno.EINVAL,
         "_Lazy": LazyRequestContext, "_new": object.__new__, "_refs": sys.getrefcount,
-        "_BASE": _unkept(), "_C": [object.__new__(LazyRequestContext)],
+        "_BASE": _UNHELD, "_C": [object.__new__(LazyRequestContext)],
         "_dec": _dec,
         "_entry": to_entry, "_from_attr": from_attr, "_fields": setattr_fields,
         "_FileInfo": FileInfo, "_created": _created, "_statvfs": to_statvfs,
