@@ -1,14 +1,15 @@
-"""Run the comparison: ``python -m bench [--suite tree,data,floor] [--fast|--rigorous]
-[--impl a,b] [--workload W1,...]``.
+"""Run the comparison: ``python -m bench [--suite tree,data,floor,aio,pinned]
+[--fast|--rigorous] [--impl a,b] [--workload W1,...] [--cpu N]``.
 
 For each workload group: mount every implementation at once (the synthetic tree of
 bench/model.py for the tree and floor suites; passthrough filesystems for the data suite), then
 run bench/workloads.py under pyperf in rounds, one worker process per implementation and
 workload per round, in rotating order, appending to each implementation's pyperf JSON; read the
 daemons' RSS; unmount. Interleaving makes the machine's drift hit every implementation alike.
-Results: bench/results/*.json, summary.json, data-summary.json, floor-summary.json,
-docs/benchmarks.md and its charts. A peer that does not install or mount is reported as such,
-never faked.
+The pinned suite (bench/pinned.py) runs tree groups again with the client and the daemons on
+CPU N alone. Results: bench/results/*.json, summary.json, data-summary.json, floor-summary.json,
+aio-summary.json, pinned-summary.json, docs/benchmarks.md and its charts. A peer that does not
+install or mount is reported as such, never faked.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench import aio
+from bench import aio, pinned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -270,7 +271,7 @@ def _cells(m: dict[str, dict[str, float]], ref: dict[str, float], impls: list[st
 
 
 def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any],
-           aio_summary: dict[str, Any]) -> None:
+           aio_summary: dict[str, Any], pinned_summary: dict[str, Any]) -> None:
     command = summary.get("_command", "python -m bench --suite tree")
     m = means()
     ref = m.get("cref", {})
@@ -360,6 +361,7 @@ def report(summary: dict[str, Any], data: dict[str, Any], floor: dict[str, Any],
     lines += report_data(data)
     lines += report_floor(floor)
     lines += aio.report(aio_summary, means)
+    lines += pinned.report(pinned_summary, means, _cell)
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
     chart(m, workloads, "benchmarks.png")
@@ -480,9 +482,11 @@ def _load(path: str, drop: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--suite", default="tree,data,floor,aio",
+    p.add_argument("--suite", default="tree,data,floor,aio,pinned",
                    help="tree (issue 3), data (issue 4), floor (bench/floor.py), aio "
-                        "(bench/aio.py: many slow reads at once)")
+                        "(bench/aio.py: many slow reads at once), pinned (bench/pinned.py: "
+                        "the tree on one CPU)")
+    p.add_argument("--cpu", type=int, default=pinned.default_cpu(), help="the pinned suite's")
     p.add_argument("--impl", default="", help="default: all of the suite's")
     p.add_argument("--workload", default="")
     p.add_argument("--fast", action="store_true", help="fewer rounds and values")
@@ -502,6 +506,7 @@ def main() -> None:
     data_path = os.path.join(RESULTS, "data-summary.json")
     floor_path = os.path.join(RESULTS, "floor-summary.json")
     aio_path = os.path.join(RESULTS, "aio-summary.json")
+    pinned_path = os.path.join(RESULTS, "pinned-summary.json")
 
     def start(table: dict[str, list[str]], prefix: str, path: str
               ) -> tuple[list[str], dict[str, Any]]:
@@ -550,8 +555,17 @@ def main() -> None:
         impls, aio_summary = start(aio.AIO_IMPLS, "aio-", aio_path)
         aio.run(impls, max(rounds // 2, 3), pyperf_args, aio_summary)
         save(aio_path, aio_summary)
+    if "pinned" in suites:
+        impls, one = start({i: IMPLS[i] for i in pinned.IMPLS}, "pinned-", pinned_path)
+        one["_cpu"] = a.cpu
+        with pinned.one_cpu(a.cpu):
+            for workloads, flags in pinned.GROUPS:
+                ws = [w for w in workloads if not only or w in only]
+                if ws:
+                    run_tree_group(impls, ws, flags, rounds, pyperf_args, one, IMPLS, "pinned-")
+        save(pinned_path, one)
     report(_load(summary_path, []), _load(data_path, []), _load(floor_path, []),
-           _load(aio_path, []))
+           _load(aio_path, []), _load(pinned_path, []))
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         print(f.read())
 
