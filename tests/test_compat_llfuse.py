@@ -179,3 +179,66 @@ def test_llfuse_ctx_is_each_requests_own(tmp_path: Any) -> None:
         other = _stat_elsewhere(f)
         assert ops.pids[-2:] == [me, other]
         assert len(ops.kept) == 1 and ops.kept[0].pid == keeper
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.expect_errors
+def test_llfuse_listing_gives_each_entry_its_inode_and_type(tmp_path: Any, caplog: Any) -> None:
+    """A plain listing (llfuse's: no readdirplus) hands the kernel each entry's own inode
+    number and file type, whatever mix of modes the entries have (the adapter sends only
+    those); str and bytes names both arrive; a mode without a file type fails the listing
+    (EIO, the log names it), as a readdirplus entry's would."""
+    import stat
+
+    import pyfuse.compat.llfuse as llfuse
+
+    kinds = {b"d": stat.S_IFDIR | 0o755, b"f": stat.S_IFREG | 0o644, b"l": stat.S_IFLNK | 0o777,
+             b"p": stat.S_IFIFO | 0o600, "g": stat.S_IFREG | 0o600, b"h": stat.S_IFREG | 0o644}
+
+    class Listing(llfuse.Operations):
+        def getattr(self, inode: int, ctx: Any = None) -> Any:
+            a = llfuse.EntryAttributes()
+            a.st_ino, a.st_mode = inode, stat.S_IFDIR | 0o755
+            return a
+
+        def lookup(self, parent: int, name: bytes, ctx: Any) -> Any:
+            if parent == 1 and name == b"bad":
+                return self.getattr(2)
+            raise llfuse.FUSEError(errno.ENOENT)
+
+        def opendir(self, inode: int, ctx: Any) -> int:
+            return inode
+
+        def readdir(self, fh: int, off: int) -> Iterator[Any]:
+            if fh == 2:  # /bad: one entry whose mode has no file type
+                a = llfuse.EntryAttributes()
+                a.st_ino, a.st_mode = 7, 0o644
+                yield b"x", a, 1
+                return
+            for i, (name, mode) in enumerate(list(kinds.items())[off:], off):
+                yield name, self._entry(100 + i, mode), i + 1
+            if off <= len(kinds):
+                yield b"bad", self._entry(2, stat.S_IFDIR | 0o755), len(kinds) + 1
+
+        def _entry(self, ino: int, mode: int) -> Any:
+            a = llfuse.EntryAttributes()
+            a.st_ino, a.st_mode = ino, mode
+            a.st_size = "not looked at"  # a plain listing reads the inode and the type only
+            return a
+
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    with _llfuse_serving(Listing(), mnt):
+        with os.scandir(mnt) as it:
+            seen = {e.name: (e.inode(), e.is_dir(follow_symlinks=False),
+                             e.is_file(follow_symlinks=False), e.is_symlink()) for e in it}
+        expect = {(n if isinstance(n, str) else n.decode()): (100 + i, stat.S_ISDIR(m),
+                                                                stat.S_ISREG(m), stat.S_ISLNK(m))
+                  for i, (n, m) in enumerate(kinds.items())}
+        expect["bad"] = (2, True, False, False)
+        assert seen == expect
+        with pytest.raises(OSError) as ei:
+            os.listdir(os.path.join(mnt, "bad"))
+        assert ei.value.errno == errno.EIO
+    assert "readdir of inode 2: readdir yielded an attr whose mode has no valid file type: " \
+        "entry 0 of the listing (b'x', mode 0o644)" in caplog.text

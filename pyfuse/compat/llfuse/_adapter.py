@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable, Iterator
 
 from ... import lowlevel as ll
+from ..._core.convert import ATTR_STRUCT, PackedAttr
 from ..._core.dispatch import define
 from ...errors import FuseError
 from ...lowlevel._aio import _UNHELD
@@ -33,9 +34,25 @@ from ..pyfuse3._types import (
 
 __all__ = ["adapt"]
 
-_enc = os.fsencode
 _dec = os.fsdecode
 _ctx = request_context
+#: A plain listing's attribute of each st_mode seen (its file type is all the kernel reads of
+#: it there; the entry's inode number goes beside it), for valid modes only, at most _KINDS_MAX.
+_KINDS: dict[int, PackedAttr] = {}
+_KINDS_MAX = 256
+
+
+def _kind(attr: Any) -> Any:
+    """The plain-listing attribute of ``attr``'s mode, kept in _KINDS; for a mode that is not
+    an int of 32 bits with a file type, ``attr`` packed whole, so that the listing refuses it
+    by name as before (a mode of 0: no attributes, as ever)."""
+    mode = attr.st_mode
+    if type(mode) is not int or not 0 <= mode < 1 << 32 or not stat.S_IFMT(mode):
+        return packed_attr(attr)
+    kind = PackedAttr(ATTR_STRUCT.pack(mode, *bytes(11)))
+    if len(_KINDS) < _KINDS_MAX:
+        _KINDS[mode] = kind
+    return kind
 
 
 # Each handler is compiled from one body (as pyfuse's own callbacks are, see
@@ -150,17 +167,24 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
 
     def readdir(self: Any, ino: int, offset: int, fh: int, plus: bool) -> Iterator[Any]:
         """llfuse's generator of (name, attr, next offset), pulled inside the readdir
-        request (under the lock, which C holds around it)."""
-        it = call("readdir", fh, offset)
-        while True:
-            try:
-                name, attr, nxt = next(it)
-            except StopIteration:
+        request (under the lock, which C holds around it). Names go on as they are (the
+        listing joins bytes as they are and encodes a str as os.fsencode does). A plain
+        listing (llfuse's kind: its mounts have no readdirplus, so every request of a
+        listing is plain) gives the kernel each entry's inode number and file type and nothing
+        else, so an entry is (name, its mode's attribute, offset, inode number)."""
+        try:
+            if plus:
+                for name, attr, nxt in call("readdir", fh, offset):
+                    yield name, packed_attr(attr), nxt
                 return
-            except FUSEError as e:
-                raise FuseError(e.errno) from None
-            # the name's bytes as they are (the listing joins them so)
-            yield name if type(name) is bytes else _enc(name), packed_attr(attr), nxt
+            for name, attr, nxt in call("readdir", fh, offset):
+                mode = attr.st_mode
+                kind = _KINDS.get(mode) if type(mode) is int else None
+                if kind is None:
+                    kind = _kind(attr)
+                yield name, kind, nxt, attr.st_ino
+        except FUSEError as e:
+            raise FuseError(e.errno) from None
     h["readdir"] = readdir
 
     def setxattr(self: Any, ino: int, name: str, value: bytes, flags: int) -> None:
