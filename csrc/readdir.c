@@ -142,12 +142,10 @@ static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_a
         if (e.ino != 0)
             pyfuse_lookups_add(&s->lookups, e.ino, 1, 1);
     } else {
-        struct stat st0;
+        struct stat st0; /* fuse_add_direntry reads st_ino and st_mode only (fuse_lowlevel.h) */
 
-        memset(&st0, 0, sizeof st0);
         st0.st_ino = a != NULL && a->ino != 0 ? a->ino : PYFUSE_UNKNOWN_INO;
-        if (a != NULL)
-            st0.st_mode = (mode_t)a->mode;
+        st0.st_mode = a != NULL ? (mode_t)a->mode : 0;
         need = fuse_add_direntry(f->req, f->out + f->used, room, name, &st0, off);
         if (need > room)
             return 1;
@@ -302,7 +300,7 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
                 res = -EBADMSG;
                 break;
             }
-            if (a.mode != 0)
+            if (a.mode != 0 && f->plus) /* a plain entry is its inode and mode: ll_add */
                 pyfuse_attr_to_stat(&a, &st);
             converted = ap;
         }

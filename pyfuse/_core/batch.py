@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import errno
 import stat
+import struct
 import sys
-from array import array
-from typing import Any
+from typing import Any, Callable
 
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
@@ -24,8 +24,24 @@ POSITIONAL: int = lib.PYFUSE_DIR_POSITIONAL
 OFFSETS: int = lib.PYFUSE_DIR_OFFSETS
 UNKNOWN: int = lib.PYFUSE_DIR_UNKNOWN
 _ATTR_SIZE = ATTR_STRUCT.size
-_OFF_SIZE = array("q").itemsize  # the offsets handed to C: int64_t
+_OFF_SIZE = 8  # the offsets and inode numbers handed to C: int64_t, uint64_t
 _NULL = ffi.NULL
+#: struct packers of n offsets ("q") or inode numbers ("Q"), by (code, n), for n up to
+#: lib.PYFUSE_READDIR_BATCH (a batch is at most that, but for an async listing's own)
+_PACKERS: dict[tuple[str, int], Callable[..., bytes]] = {}
+
+
+def _int64s(code: str, values: Any) -> bytes:
+    """``values`` as native 64-bit integers (``code`` "q": signed, "Q": unsigned), in one
+    struct call (an array's constructor parses each item's argument: four times the cost).
+    Raises struct.error for a value that is not an integer or is out of range."""
+    n = len(values)
+    pack = _PACKERS.get((code, n))
+    if pack is None:
+        pack = struct.Struct(f"={n}{code}").pack
+        if n <= lib.PYFUSE_READDIR_BATCH:
+            _PACKERS[code, n] = pack
+    return pack(*values)
 
 
 class Batch:
@@ -189,9 +205,10 @@ def _pack(d: Any, batch: list[Any], fast: bool) -> Batch:
         mode = POSITIONAL
     else:  # C refuses an offset <= 0 as the entry goes in (ERANGE: FILL_ERRORS)
         try:
-            offs_c = array("q", offs).tobytes()
-        except (TypeError, OverflowError) as e:
-            raise BadReturn(f"readdir yielded an invalid offset: {e}") from None
+            offs_c = _int64s("q", offs)
+        except struct.error:
+            bad = next((o for o in offs if not _int64(o, True)), None)
+            raise BadReturn(f"readdir yielded an invalid offset: {bad!r:.80}") from None
         mode = OFFSETS
     if d.mode != mode:
         if d.mode != UNKNOWN:
@@ -208,11 +225,21 @@ def _pack(d: Any, batch: list[Any], fast: bool) -> Batch:
             raise BadReturn("readdir yielded (name, attr, offset, ino) entries without an attr "
                             "(the inode number replaces the attr's)")
         try:
-            inos_c = array("Q", inos).tobytes()
-        except (TypeError, OverflowError) as e:
-            raise BadReturn(f"readdir yielded an invalid inode number: {e}") from None
+            inos_c = _int64s("Q", inos)
+        except struct.error:
+            bad = next((i for i in inos if not _int64(i, False)), None)
+            raise BadReturn(f"readdir yielded an invalid inode number: {bad!r:.80}") from None
     return Batch(names, blob, attrs_c, stride, None if mode == POSITIONAL else offs, offs_c,
                   inos, inos_c)
+
+
+def _int64(v: Any, signed: bool) -> bool:
+    """Whether ``v`` packs as one (signed or unsigned) 64-bit integer."""
+    try:
+        struct.pack("=q" if signed else "=Q", v)
+        return True
+    except struct.error:
+        return False
 
 
 def culprit(b: Batch, err: int, base: int) -> str:
