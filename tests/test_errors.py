@@ -199,6 +199,9 @@ def test_errors_name_the_operation_and_path(fs, caplog):
     assert line.startswith("open '/badopen': open must return"), line
 
 
+_FILE = Attr(mode=stat.S_IFREG | 0o644)
+
+
 class _BadName(pyfuse.Operations):
     def getattr(self, path, fh):
         return Attr(mode=(stat.S_IFDIR | 0o755) if path == "/" else stat.S_IFREG | 0o644)
@@ -214,6 +217,32 @@ def test_readdir_error_names_the_entry(mount_ops, mnt, caplog):
     line = next(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
     assert line.startswith("readdir '/': readdir yielded an invalid name") and \
         "entry 3 of the listing ('bad/name')" in line, line
+
+
+class _BadNumbers(_BadName):
+    def __init__(self, entries):
+        super().__init__()
+        self.entries = entries
+
+    def readdir(self, path, offset, fh, plus):
+        return self.entries
+
+
+@pytest.mark.parametrize("entries, said", [
+    ([("a", None, 1), ("b", None, 2.5)], "readdir yielded an invalid offset: 2.5"),
+    ([("a", None, 1), ("b", None, 1 << 63)],
+     f"readdir yielded an invalid offset: {1 << 63}"),
+    ([("a", _FILE, 0, 7), ("b", _FILE, 0, -1)], "readdir yielded an invalid inode number: -1"),
+])
+def test_readdir_error_names_the_bad_number(mount_ops, mnt, caplog, entries, said):
+    """An offset or inode number that is no 64-bit integer fails the listing (EIO) with a
+    line naming the value."""
+    mount_ops(_BadNumbers(entries))
+    with pytest.raises(OSError) as ei:
+        os.listdir(mnt)
+    assert ei.value.errno == errno.EIO
+    line = next(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert line == f"readdir '/': {said}", line
 
 
 def test_libfuse_message_is_one_record(mnt, caplog):
