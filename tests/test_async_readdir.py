@@ -5,6 +5,7 @@ reported on the next request, and positional listings restarted at an offset."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import errno
 import os
 import stat
@@ -15,7 +16,7 @@ from typing import Any, AsyncIterator, Optional
 import pytest
 
 import pyfuse.lowlevel as ll
-from pyfuse import Attr, Config, DirEntry, FuseError
+from pyfuse import Attr, Config, DirEntry, FuseError, testing
 from pyfuse._core.readdir import READDIR_BATCH
 
 ROOT = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
@@ -73,6 +74,40 @@ def list_all(path: str) -> list[str]:
     return sorted(os.listdir(path))
 
 
+class Listed(Paged):
+    """Paged's names, from a synchronous readdir's list."""
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:  # type: ignore[override]
+        return [self._entry(i) for i in range(offset, N)]
+
+
+def entries_per_read(path: str, size: int = 4096) -> list[int]:
+    """How many entries each getdents64(2) of directory ``path`` returned, reading ``size``
+    bytes at a time: on a FUSE mount each is one READDIR/READDIRPLUS request for that many
+    bytes (Linux sizes the request by the reader's buffer, a page at least), so the list says
+    how full each reply was."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.getdents64.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    libc.getdents64.restype = ctypes.c_ssize_t
+    buf = ctypes.create_string_buffer(size)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    counts = []
+    try:
+        while True:
+            n = libc.getdents64(fd, buf, size)
+            if n < 0:
+                raise OSError(ctypes.get_errno(), f"getdents64 of {path}")
+            if n == 0:
+                return counts
+            at = k = 0
+            while at < n:  # struct linux_dirent64: d_ino, d_off, then d_reclen (u16)
+                at += int.from_bytes(buf.raw[at + 16:at + 18], "little")
+                k += 1
+            counts.append(k)
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("pages", [False, True])
 def test_streamed_listing(mount_ops: Any, mnt: str, pages: bool) -> None:
@@ -82,6 +117,23 @@ def test_streamed_listing(mount_ops: Any, mnt: str, pages: bool) -> None:
     assert names == sorted(f"n{i}" for i in range(N))
     assert ops.finished == 1
     assert s._listings.requests >= 3  # streamed across requests
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("readdirplus", ["off", "always"])
+def test_every_reply_but_the_last_is_full(tmp_path: Any, readdirplus: str) -> None:
+    """An async listing fetched in pages fills each kernel buffer as the same listing from a
+    synchronous readdir does: a request whose buffer the fetched entries did not fill awaits
+    the next page instead of going out part-empty (one more request every batch)."""
+    seen = {}
+    for ops in (Listed(), Paged(pages=True)):
+        mnt = tmp_path / type(ops).__name__
+        mnt.mkdir()
+        with testing.mounted(ops, str(mnt), config=Config(readdirplus=readdirplus)):
+            seen[type(ops).__name__] = entries_per_read(str(mnt))
+    assert sum(seen["Listed"]) == N
+    assert len(seen["Listed"]) > 2 * N // READDIR_BATCH, seen  # batches span requests
+    assert seen["Paged"] == seen["Listed"], seen
 
 
 @pytest.mark.timeout(60)
@@ -109,8 +161,12 @@ def wait(cond: Any, timeout: float = 10) -> bool:
 
 @pytest.mark.timeout(60)
 @pytest.mark.expect_errors
-def test_error_after_some_entries(mount_ops: Any, mnt: str) -> None:
-    ops = Paged(fail_at=1500)
+@pytest.mark.parametrize("fail_at", [1500, READDIR_BATCH])
+def test_error_after_some_entries(mount_ops: Any, mnt: str, fail_at: int) -> None:
+    """The entries before the error are listed, then the error: raised inside a fetch
+    (1500), or as a fetch begins while the request holds the batch before it
+    (READDIR_BATCH: the first fetch takes that many, the request's buffer takes more)."""
+    ops = Paged(fail_at=fail_at)
     mount_ops(ops)
     code = ("import os, sys\n"
             "n = 0\n"
@@ -122,7 +178,7 @@ def test_error_after_some_entries(mount_ops: Any, mnt: str) -> None:
     r = subprocess.run([sys.executable, "-c", code, mnt], capture_output=True, text=True,
                        timeout=30)
     got, err = map(int, r.stdout.split())
-    assert got == 1500 and err == errno.EREMOTEIO
+    assert got == fail_at and err == errno.EREMOTEIO
 
 
 @pytest.mark.timeout(60)

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable, Iterator
 
 import pytest
+from test_async_readdir import entries_per_read  # noqa: E402
 from test_compat import FS, _files_transcript, _xattr_transcript  # noqa: E402
 
 from pyfuse import testing
@@ -127,6 +128,23 @@ def test_listed_entries_keep_their_timeouts_as_on_pyfuse3(serve: Any) -> None:
     calls = _listing_lookups(serve, drop_caches=False)
     assert calls["runner"] == calls["pyfuse3"] == calls["runner-asyncio"], calls
     assert calls["pyfuse3"] >= 20, calls
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="pyfuse3 3.5 needs Python >= 3.10")
+def test_listing_replies_fill_the_buffer_as_on_pyfuse3(serve: Any) -> None:
+    """A directory of 600 files, listed a page at a time: each READDIRPLUS reply holds as many
+    entries as on pyfuse3 (which fills the kernel's buffer until readdir_reply says False),
+    across the batches pyfuse.compat.pyfuse3 fetches from the filesystem's readdir."""
+    seen = {}
+    for variant in ("pyfuse3", "runner", "runner-asyncio"):
+        d = os.path.join(serve(variant), "d")
+        os.mkdir(d)
+        for i in range(600):
+            os.close(os.open(os.path.join(d, f"f{i:03d}"), os.O_CREAT | os.O_WRONLY, 0o644))
+        seen[variant] = entries_per_read(d)
+    assert sum(seen["pyfuse3"]) == 600 and len(seen["pyfuse3"]) > 2, seen
+    assert seen["runner"] == seen["pyfuse3"] == seen["runner-asyncio"], seen
 
 
 @pytest.mark.timeout(120)

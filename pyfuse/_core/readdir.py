@@ -282,13 +282,14 @@ class Listings:
         return st
 
     def _continue(self, st: DirStream, arg: Any, off: int, d: Any, fill: Any,
-                  plus: int) -> int:
+                  plus: int, sent: int = 0) -> int:
         """Fill the request from the stream ``st``: what is left packed from the last
-        request, then new batches, until the kernel buffer is full or the listing ends."""
-        if st.error and st.left is None and st.idx >= len(st.buf):
+        request, then new batches, until the kernel buffer is full or the listing ends.
+        ``sent``: entries this request already holds (an async listing's request resumed
+        after a fetch)."""
+        if not sent and st.error and st.left is None and st.idx >= len(st.buf):
             st.close()  # everything before the error has been handed out: now report it
             return -st.error
-        sent = 0
         try:
             while True:
                 b, st.left = st.left, None
@@ -302,9 +303,10 @@ class Listings:
                         else READDIR_BATCH
                     if st.it is None:
                         if st.ait is not None and st.idx >= len(st.buf):
-                            if sent:
-                                break  # this reply goes out; the next request fetches more
-                            return self._fetch(st, size, arg, off, d, fill, plus)
+                            # awaited, then this request goes on filling (it stays pending
+                            # meanwhile): every reply but the last is a full buffer, as a
+                            # synchronous listing's
+                            return self._fetch(st, size, arg, off, d, fill, plus, sent)
                         batch = st.buf[st.idx:st.idx + size]
                         st.idx += len(batch)
                     else:
@@ -353,10 +355,12 @@ class Listings:
         return 0
 
     def _fetch(self, st: DirStream, size: int, arg: Any, off: int, d: Any, fill: Any,
-               plus: int) -> int:
+               plus: int, sent: int) -> int:
         """The next batch of an async iterator's listing: awaited on the event loop (an
-        iterator may yield a list of entries, taken as a batch of them), then the request
-        is filled from it (:meth:`_continue`)."""
+        iterator may yield a list of entries, taken as a batch of them), then the request,
+        which already holds ``sent`` entries, is filled on from it (:meth:`_continue`). An
+        error with entries in hand is reported on the next request; with none, it fails
+        this one."""
         ait = st.ait
 
         async def pull() -> list[Any]:
@@ -381,7 +385,7 @@ class Listings:
                 st.ait = None
             except Exception as e:
                 st.ait = None
-                if not batch:
+                if not batch and not sent:
                     st.close()
                     raise
                 st.error = -self._fail(e, "readdir", arg)
@@ -392,8 +396,9 @@ class Listings:
 
         def resume(batch: list[Any]) -> int:
             st.buf, st.idx = batch, 0
-            st.next_off = off
-            return self._continue(st, arg, off, d, fill, plus)
+            if not sent:
+                st.next_off = off
+            return self._continue(st, arg, off, d, fill, plus, sent)
 
         assert self.defer is not None
         return self.defer(pull(), arg, resume, fill)
