@@ -156,7 +156,7 @@ WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.append(ROOT)
-from bench.__main__ import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's daemons)
+from bench.suites import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's daemons)
 
 #: --impls: the tree suite's implementations, and the inode API's floor (lookup and getattr
 #: cut down to a constant reply: W5 and W1 only)

@@ -6,7 +6,7 @@ nothing": the wall time can never fall below the client's share.
     python bench/cpu_share.py [--impl cref,pyfuse-ll,pyfuse-ll-prepared,pyfuse]
         [--workload W3s] [--rounds 8] [--per-round 5] [--flags=--nocache]
 
-Implementations are bench/__main__.py's IMPLS plus ``pyfuse-ll-prepared`` (bench/tree_ll.py
+Implementations are bench/suites.py's IMPLS plus ``pyfuse-ll-prepared`` (bench/tree_ll.py
 --prepared: /big's listing built once, so the daemon runs no filesystem code for it),
 ``pyfuse-single`` and ``cref-single`` (the single-threaded loops, with --flags too),
 ``pyfuse-clonefd`` (a /dev/fuse clone per worker) and ``pyfuse-sticky`` (pyfuse's own loop). Daemons
@@ -34,7 +34,7 @@ import time
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import workloads  # noqa: E402
-from bench.__main__ import HERE, IMPLS, PY, build_cref  # noqa: E402
+from bench.suites import HERE, IMPLS, PY, build_cref  # noqa: E402
 
 EXTRA = {"pyfuse-ll-prepared": [PY, os.path.join(HERE, "tree_ll.py"), "--prepared"],
          # the same daemons on the single-threaded loop, beside the default one

@@ -3,7 +3,7 @@
  *
  *   cref MOUNTPOINT [--single] [--nocache] [--longcache] [--dircache]
  *
- * Tree: see bench/model.py (/small, /big, /w2, /src); every file is 0644 and 1 byte long. Built by bench/__main__.py with: cc -O2 cref.c $(pkg-config --cflags
+ * Tree: see bench/model.py (/small, /big, /w2, /src); every file is 0644 and 1 byte long. Built by bench/suites.py (build_cref) with: cc -O2 cref.c $(pkg-config --cflags
  * --libs fuse3). */
 #define FUSE_USE_VERSION 312
 #include <fuse.h>

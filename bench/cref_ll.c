@@ -8,7 +8,7 @@
  * --dircache: no OPENDIR (the first is answered ENOSYS, as pyfuse does for a filesystem without
  * opendir): the kernel keeps each listing (docs/caching.md); else every OPENDIR is answered
  * and every listing read. Timeouts: 1 s, 0 (--nocache) or an hour (--longcache). Built by
- * bench/__main__.py with: cc -O2 cref_ll.c $(pkg-config --cflags --libs fuse3). */
+ * bench/suites.py (build_cref) with: cc -O2 cref_ll.c $(pkg-config --cflags --libs fuse3). */
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 

@@ -17,17 +17,18 @@ import contextlib
 import os
 from typing import Any, Callable, Iterator
 
+from bench.suites import GROUPS as TREE_GROUPS
+from bench.suites import SLOW
+
 # the implementations of the tree suite the issue-28 targets name, their C references and the
 # compat faces beside their originals
 IMPLS = ["cref", "cref-ll", "pyfuse", "pyfuse-ll", "llfuse", "pyfuse3", "llfuse-compat",
          "pyfuse3-compat"]
-# (workloads, daemon flags), as the tree suite's groups; walk is left out (a walk takes seconds)
+# (workloads, daemon flags): the tree suite's groups without the walks (a walk takes seconds)
+# and the warm group (listings the kernel keeps: no daemon cost to compare)
 GROUPS: list[tuple[list[str], list[str]]] = [
-    (["W1", "W5"], ["--single", "--nocache"]),
-    (["W1mt", "W5mt"], ["--nocache"]),
-    (["W2", "W3n", "W3s"], []),
-    (["W2st", "W3nst", "W3sst"], ["--single"]),
-]
+    ([w for w in ws if w not in SLOW], flags) for ws, flags in TREE_GROUPS
+    if "--dircache" not in flags]
 # issue 28, tree suite: W5 single-threaded at most 1.05x C (inode API) and 1.10x (path API)
 W5_LIMITS = {"pyfuse-ll": 1.05, "pyfuse": 1.10}
 

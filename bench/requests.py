@@ -5,7 +5,7 @@ prints; one ``opcode:`` line a request).
 
     python bench/requests.py [--impl cref,cref-ll,pyfuse,...] [--workload W1,W3nw,...]
 
-Each group of bench/__main__.py's GROUPS (the same daemon flags) mounts every implementation,
+Each group of bench/suites.py's GROUPS (the same daemon flags) mounts every implementation,
 runs each workload once to warm up (W2 then takes the next of its directories), then once
 more, counting the requests of that second iteration. W2 lists one directory an iteration,
 walk 4,161: the table also gives walk's requests per directory. Prints a Markdown table
@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.__main__ import GROUPS, IMPLS, build_cref  # noqa: E402
+from bench.suites import GROUPS, IMPLS, build_cref  # noqa: E402
 from bench.workloads import WORKLOADS  # noqa: E402
 from pyfuse import testing  # noqa: E402
 

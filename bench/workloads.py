@@ -10,7 +10,7 @@ W3n   listdir of /big (65,536 names)
 W3s   scandir + stat of each entry of /big
 walk  os.walk of /src (4,161 directories) + lstat of each of its 61,440 files
 
-A suffix names the daemon's loop and caching (see bench/__main__.py): W1 and W5 are run
+A suffix names the daemon's loop and caching (see bench/suites.py): W1 and W5 are run
 single-threaded, ``mt`` is the default (multi-threaded) loop, ``st`` single-threaded; ``w``
 (W3nw, walkw: warm) the same listings against daemons started with --dircache --longcache,
 which ask the kernel to keep each listing it reads (docs/caching.md) and give every entry an
