@@ -149,6 +149,15 @@ def _join(names: Any) -> bytes:
                         f"({bad!r:.80})") from None
 
 
+def _packed(a: Any) -> bytes:
+    """One entry's attributes packed: ``bytes`` of struct pyfuse_attr's size are taken as
+    packed already (pyfuse.compat's pyfuse3 listings pack each ``EntryAttributes`` as it is
+    given), anything else as :func:`pack_attr` packs it."""
+    if type(a) is bytes and len(a) == _ATTR_SIZE:
+        return a
+    return pack_attr(a)
+
+
 def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     """The packed attributes of a batch and their stride: (NULL, 0) when no entry has any, one
     packed attribute with stride 0 when all entries share one object (or equal ones)."""
@@ -156,10 +165,10 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     # One shared template (or equal ones), or all None. Tuple equality tests identity first, in
     # C, and stops at the first difference (one Attr.__eq__ call at most).
     if a0 is attrs[-1] and attrs == (a0,) * len(attrs):
-        return (_NULL, 0) if a0 is None else (pack_attr(a0), 0)
+        return (_NULL, 0) if a0 is None else (_packed(a0), 0)
     # Each its own Attr (an inode table's; an Attr is its C struct) or packed already
-    # (pyfuse.compat's): joined at C speed. Anything else (None, an os.stat_result) stops the
-    # join, or gives a blob of the wrong size: packed one by one below.
+    # (pyfuse.compat's, bytes): joined at C speed. Anything else (None, an os.stat_result)
+    # stops the join, or gives a blob of the wrong size: packed one by one below.
     try:
         blob = b"".join(attrs)
     except TypeError:
@@ -171,7 +180,7 @@ def _pack_attrs(attrs: Any) -> tuple[Any, int]:
     for a in attrs:
         r = memo.get(id(a))
         if r is None:
-            r = memo[id(a)] = NO_ATTR if a is None else pack_attr(a)
+            r = memo[id(a)] = NO_ATTR if a is None else _packed(a)
         out.append(r)
     return b"".join(out), _ATTR_SIZE
 
