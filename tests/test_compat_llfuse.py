@@ -65,8 +65,9 @@ def test_runner_maps_llfuse(tmp_path: Any) -> None:
 
 
 @contextlib.contextmanager
-def _llfuse_serving(ops: Any, mnt: str) -> Iterator[None]:
-    """``ops`` served by pyfuse.compat.llfuse in this process (one worker) at ``mnt``."""
+def _llfuse_serving(ops: Any, mnt: str) -> Iterator[threading.Thread]:
+    """``ops`` served by pyfuse.compat.llfuse in this process (one worker) at ``mnt``; yields
+    the thread running ``llfuse.main``."""
     import pyfuse.compat.llfuse as llfuse
 
     llfuse.init(ops, mnt, ["fsname=one"])
@@ -74,7 +75,7 @@ def _llfuse_serving(ops: Any, mnt: str) -> Iterator[None]:
                                                            "handle_signals": False})
     serving.start()
     try:
-        yield
+        yield serving
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
         serving.join(20)
@@ -154,6 +155,31 @@ def test_llfuse_lock_is_the_one_requests_wait_for(tmp_path: Any) -> None:
             llfuse.lock.release()
         assert llfuse.lock.acquire(timeout=0.1) is True
         llfuse.lock.release()
+
+
+@pytest.mark.timeout(60)
+def test_llfuse_unmount_while_a_thread_holds_the_lock(tmp_path: Any) -> None:
+    """Unmounted (lazily) while a thread of the program holds llfuse.lock and a request waits
+    for it: the request is served once the lock is let go of, and ``main()`` then returns (as
+    on llfuse, a request waits for the lock, never fails for it, and nothing hangs)."""
+    import pyfuse.compat.llfuse as llfuse
+
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    ops = _one(llfuse)
+    with _llfuse_serving(ops, mnt) as serving:
+        done: list[Any] = []
+        client = threading.Thread(target=lambda: done.append(os.stat(os.path.join(mnt, "f"))))
+        with llfuse.lock:
+            client.start()
+            time.sleep(0.3)
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=True, timeout=30)
+            time.sleep(0.3)
+            assert not done and client.is_alive() and serving.is_alive()
+        client.join(10)
+        assert done and done[0].st_ino == 2 and ops.held == [True]
+        serving.join(20)
+        assert not serving.is_alive()  # main() returned: the session ended
 
 
 @pytest.mark.timeout(60)
