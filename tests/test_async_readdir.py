@@ -8,6 +8,7 @@ import asyncio
 import ctypes
 import errno
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -68,6 +69,33 @@ class Paged(ll.Operations):
                 i += 1
         finally:
             self.finished += 1
+
+
+class Stalled(Paged):
+    """Paged's pages with attributes (each READDIRPLUS entry counts a lookup); the fetch of the
+    pages after entry 600 waits until ``go`` is set (``cancelled``: waits an interrupt ended)."""
+
+    def __init__(self) -> None:
+        super().__init__(pages=True)
+        self.go = self.waiting = False
+        self.cancelled = 0
+
+    def _entry(self, i: int) -> Any:
+        return f"n{i}", Attr(mode=stat.S_IFREG | 0o644, ino=3 + i), i + 1
+
+    async def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> AsyncIterator[Any]:
+        async for page in super().readdir(ino, offset, fh, plus):
+            if page[0][2] > 600 and not self.go:
+                self.waiting = True
+                try:
+                    while not self.go:
+                        await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    self.cancelled += 1
+                    raise
+                finally:
+                    self.waiting = False
+            yield page
 
 
 def list_all(path: str) -> list[str]:
@@ -211,3 +239,30 @@ def test_positional_restart(mount_ops: Any, mnt: str) -> None:
                        timeout=30)
     assert int(r.stdout) == N - 700, r.stdout
     assert ops.finished >= 3  # the seek restarted the generator, which skipped 700
+
+
+#: reads one buffer of 128 KiB of a directory: a READDIRPLUS request takes more entries than
+#: Stalled's first fetch (600)
+_READER = ("import ctypes, os, sys\n"
+           "buf = ctypes.create_string_buffer(1 << 17)\n"
+           "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+           "ctypes.CDLL(None).getdents64(fd, buf, len(buf))\n")
+
+
+@pytest.mark.timeout(60)
+def test_interrupt_while_a_part_filled_request_awaits_a_fetch(mount_ops: Any, mnt: str) -> None:
+    """A READDIRPLUS request holding entries (their lookups counted) waits for the next fetch
+    and its caller is killed: the fetch is cancelled, the request answered EINTR, and the
+    lookups of the entries that never reached the kernel are taken back; the next listing
+    starts over and is whole."""
+    ops = Stalled()
+    s = mount_ops(ops, config=Config(readdirplus="always"))
+    reader = subprocess.Popen([sys.executable, "-c", _READER, mnt])
+    assert wait(lambda: ops.waiting)
+    assert s.lookups_held()[1] > 0, s.lookups_held()  # the entries in the request's buffer
+    reader.send_signal(signal.SIGINT)
+    assert reader.wait(10) == -signal.SIGINT
+    assert wait(lambda: ops.cancelled == 1)
+    assert wait(lambda: s.lookups_held() == (0, 0)), s.lookups_held()
+    ops.go = True
+    assert list_all(mnt) == sorted(f"n{i}" for i in range(N))
