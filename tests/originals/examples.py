@@ -26,6 +26,7 @@ from typing import Any, Callable
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # tests/: the transcripts of test_compat
 
+from test_async_readdir import entries_per_read  # noqa: E402
 from test_compat import _errno, _files_transcript, _xattr_transcript  # noqa: E402
 from test_compat_caps import _rewrite  # noqa: E402
 
@@ -93,8 +94,15 @@ def ioctl(mnt: str, src: str) -> list[Any]:
 
 
 def tmpfs(mnt: str, src: str) -> list[Any]:
-    """llfuse's and pyfuse3's examples/tmpfs.py (an sqlite database; no xattrs: the errno)."""
-    return [_rewrite(mnt), _files_transcript(mnt), _errno(lambda: _xattr_transcript(mnt))]
+    """llfuse's and pyfuse3's examples/tmpfs.py (an sqlite database; no xattrs: the errno),
+    then a directory of 600 files listed a page at a time: how many entries each reply held
+    (pyfuse.compat's faces fetch a listing from the filesystem in batches of 512)."""
+    out = [_rewrite(mnt), _files_transcript(mnt), _errno(lambda: _xattr_transcript(mnt))]
+    d = os.path.join(mnt, "many")
+    os.mkdir(d)
+    for i in range(600):
+        os.close(os.open(os.path.join(d, f"f{i:03d}"), os.O_CREAT | os.O_WRONLY, 0o644))
+    return out + [entries_per_read(d)]
 
 
 REPLY = re.compile(r"   flags=0x([0-9a-f]+)")
