@@ -19,6 +19,7 @@ import pytest
 import pyfuse.lowlevel as ll
 from pyfuse import Attr, Config, DirEntry, FuseError, testing
 from pyfuse._core.readdir import READDIR_BATCH
+from pyfuse._pyfuse_c import ffi
 
 ROOT = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
 FILE = Attr(mode=stat.S_IFREG | 0o644, ino=2)
@@ -266,3 +267,38 @@ def test_interrupt_while_a_part_filled_request_awaits_a_fetch(mount_ops: Any, mn
     assert wait(lambda: s.lookups_held() == (0, 0)), s.lookups_held()
     ops.go = True
     assert list_all(mnt) == sorted(f"n{i}" for i in range(N))
+
+
+@pytest.mark.timeout(60)
+def test_session_end_while_a_part_filled_request_awaits_a_fetch(mnt: str) -> None:
+    """The session ends (unmounted) while a READDIRPLUS request holding entries, and so
+    counted lookups, waits for the next fetch: the fetch is cancelled, the request answered
+    once (the reader returns, no error logged), nothing is left pending, and the lookups of
+    the entries that never reached the kernel are taken back while the session still exists
+    (under ``make test-sanitize``, a use of the ended session there is reported)."""
+    ops = Stalled()
+    cm = testing.mounted(ops, mnt, config=Config(readdirplus="always"))
+    s = cm.__enter__()
+    reader = None
+    held: list[tuple[bool, int]] = []  # (the C session still there, lookups) once answered
+    try:
+        reader = subprocess.Popen([sys.executable, "-c", _READER, mnt],
+                                  stderr=subprocess.DEVNULL)
+        assert wait(lambda: ops.waiting)
+        assert s.lookups_held()[1] > 0, s.lookups_held()  # the entries in the request's buffer
+        end = s._bridge.close
+
+        def close(*args: Any, **kwargs: Any) -> Any:
+            r = end(*args, **kwargs)  # the bridge has answered what was pending
+            held.append((s._c != ffi.NULL, s.lookups_held()[1]))
+            return r
+
+        s._bridge.close = close
+    finally:
+        cm.__exit__(None, None, None)
+    assert reader is not None
+    reader.wait(10)  # answered: the getdents64 returned (an error or nothing)
+    assert ops.cancelled == 1
+    assert not s._bridge._pending
+    assert held == [(True, 0)], held
+    assert not os.path.ismount(mnt)

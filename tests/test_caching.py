@@ -231,18 +231,22 @@ def test_cache_symlinks(mnt: str) -> None:
 
 
 class SlowLookups(ll.Operations):
-    """Lookups in the root that take 0.3 s each; records how many ran at once."""
+    """Lookups in the root that each wait until another one runs beside them, or ``alone``
+    seconds have passed; records how many ran at once. (A fixed sleep made the parallel case
+    depend on the machine: under load the four clients could reach the kernel more than the
+    sleep apart.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, alone: float) -> None:
         self.running = self.most = 0
-        self.lock = threading.Lock()
+        self.alone = alone
+        self.cond = threading.Condition()
 
     def lookup(self, parent: int, name: str) -> ll.Entry:
-        with self.lock:
+        with self.cond:
             self.running += 1
             self.most = max(self.most, self.running)
-        time.sleep(0.3)
-        with self.lock:
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.most >= 2, timeout=self.alone)
             self.running -= 1
         return ll.Entry(pyfuse.Attr(mode=stat.S_IFREG | 0o644, ino=10 + int(name[1:])),
                         entry_timeout=0, attr_timeout=0)
@@ -257,8 +261,9 @@ class SlowLookups(ll.Operations):
 @pytest.mark.parametrize("parallel", [True, False])
 def test_parallel_dirops(mnt: str, parallel: bool) -> None:
     """On by default: lookups of names in one directory run at once; off, the kernel sends
-    them one at a time."""
-    ops = SlowLookups()
+    them one at a time (each lookup then waits 0.3 s alone, time enough for another to come
+    if the kernel sent them at once; on, it waits up to 10 s for a second to run beside it)."""
+    ops = SlowLookups(alone=10 if parallel else 0.3)
     with ll.mount(ops, mnt, config=pyfuse.Config(parallel_dirops=parallel)):
         threads = [threading.Thread(target=os.stat, args=(os.path.join(mnt, f"n{i}"),))
                    for i in range(4)]
