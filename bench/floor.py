@@ -40,14 +40,14 @@ from bench.tree import ATTRS, Tree  # noqa: E402
 from pyfuse import _callbacks  # noqa: E402
 from pyfuse._core.convert import ATTR_STRUCT, pack_attr  # noqa: E402
 from pyfuse._core.convert import path as _path  # noqa: E402
-from pyfuse._core.dispatch import SESSIONS, onerror  # noqa: E402
+from pyfuse._core.dispatch import OUT_NAME, OUT_NAME_SIZE, OUT_SLOTS, SESSIONS, onerror  # noqa: E402
 from pyfuse._pyfuse_c import ffi, lib  # noqa: E402
 
 PACKED = {mode: pack_attr(a) for mode, a in ATTRS.items()}
 FILE, DIR = PACKED[model.FILE], PACKED[model.DIR]
 NAMES = "\0".join(f"f{i:05d}" for i in range(8)).encode()
 SIZE = ATTR_STRUCT.size
-_string, _memmove = ffi.string, ffi.memmove
+_string = ffi.string
 _real_readdir = _callbacks.pyfuse_cb_readdir
 
 
@@ -62,10 +62,30 @@ def _fill_constant(d, fill) -> int:
     return 0
 
 
+_OUTS: list[object] = [None] * (OUT_SLOTS + 1)  # the threads' out structs, by slot
+
+
+def _out(slot: int):  # noqa: ANN202
+    """The calling thread's out struct (the cheap crossing: pyfuse._core.dispatch.here)."""
+    b = _OUTS[slot]
+    if b is None:
+        b = ffi.buffer(lib.pyfuse_out_here())
+        if slot < OUT_SLOTS:  # (the last one: all taken, not kept)
+            _OUTS[slot] = b
+    return b
+
+
+def _raw_path(b, pathlen: int) -> bytes:  # noqa: ANN001
+    """getattr's path as the kernel's bytes, as pyfuse's getattr reads it."""
+    return b[OUT_NAME:OUT_NAME + pathlen] if 0 <= pathlen < OUT_NAME_SIZE else _string(
+        lib.pyfuse_out_path())
+
+
 def install_cffi() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
-    def getattr_cffi(h, path, out, fh, has_fh):
-        _memmove(out, FILE if b"/f" in _string(path) else DIR, SIZE)
+    def getattr_cffi(h, slot, pathlen, fh, has_fh):
+        b = _out(slot)
+        b[:SIZE] = FILE if b"/f" in b[OUT_NAME:OUT_NAME + pathlen] else DIR
         return 0
 
     @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
@@ -77,12 +97,13 @@ def install_cffi() -> None:
 
 def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
-    def getattr_fs(h, path, out, fh, has_fh):
+    def getattr_fs(h, slot, pathlen, fh, has_fh):
+        b = _out(slot)
         try:
-            a = SESSIONS[h]._op_getattr(_path(path), fh if has_fh else None)
+            a = SESSIONS[h]._op_getattr(_raw_path(b, pathlen).decode(), fh if has_fh else None)
         except OSError as e:  # the tree's ENOENT
             return -e.errno
-        _memmove(out, PACKED[a.mode], SIZE)
+        b[:SIZE] = PACKED[a.mode]
         return 0
 
     @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
@@ -105,18 +126,8 @@ def install_ll() -> None:
                                                     for i in range(8)}}
     by_ino = {1: packed(1, model.DIR), 2: packed(2, model.DIR),
               **{1000 + i: packed(1000 + i, model.FILE) for i in range(8)}}
-    outs: list[object] = [None] * (lib.PYFUSE_LL_SLOTS + 1)  # the threads' out structs
     entry, attr = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ATTR
-
-    size, at = ATTR_STRUCT.size, ffi.offsetof("struct pyfuse_ll_out", "name")
-
-    def buf(slot: int):  # noqa: ANN202
-        b = outs[slot]
-        if b is None:
-            b = ffi.buffer(lib.pyfuse_ll_out_here())
-            if slot < lib.PYFUSE_LL_SLOTS:  # (the last one: all taken, not kept)
-                outs[slot] = b
-        return b
+    size, at, buf = ATTR_STRUCT.size, OUT_NAME, _out
 
     # the cheap crossing, as pyfuse's own callbacks: the answer copied into the thread's out
     # struct, C replies it once the callback has returned (the session's timeouts)

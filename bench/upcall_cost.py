@@ -69,7 +69,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
     s._bytes_names = False  # as Session.__init__ sets it
     s._outs = cb.outs()
     h = dispatch.register(s)
-    out_struct = lib.pyfuse_ll_out_here()  # this thread's, as in a request
+    out_struct = lib.pyfuse_out_here()  # this thread's, as in a request
     name = b"f00003"
     ffi.memmove(out_struct.name, name, len(name))
     small = tree.lookup(1, "small").ino

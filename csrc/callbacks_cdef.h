@@ -3,7 +3,10 @@
  * noted; h is the session's number (pyfuse._core.dispatch.SESSIONS). */
 int pyfuse_cb_init(uint64_t h);
 void pyfuse_cb_destroy(uint64_t h);
-int pyfuse_cb_getattr(uint64_t h, const char *path, struct pyfuse_attr *out, uint64_t fh, int has_fh);
+/* getattr answers in the thread's struct pyfuse_out (the cheap crossing, pyfuse_cdef.h): its
+ * path is in the struct's name (pathlen bytes; -1: none; too long: pyfuse_out_path()), and
+ * on 0 the attributes are the struct's attr */
+int pyfuse_cb_getattr(uint64_t h, unsigned int slot, int64_t pathlen, uint64_t fh, int has_fh);
 int pyfuse_cb_readlink(uint64_t h, const char *path, char *buf, size_t size);
 int pyfuse_cb_mknod(uint64_t h, const char *path, uint32_t mode, uint64_t rdev);
 int pyfuse_cb_mkdir(uint64_t h, const char *path, uint32_t mode);

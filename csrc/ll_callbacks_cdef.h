@@ -3,7 +3,7 @@
  * number (pyfuse._core.dispatch.SESSIONS), req the request (pyfuse_req: an integer). Each
  * returns 0 when the request has been answered or will be (an async handler), else a negative
  * errno that the trampoline replies; those with a slot argument instead of req (the thread's
- * struct pyfuse_ll_out: Session._outs[slot]) may also return a PYFUSE_REPLY_* code, and C
+ * struct pyfuse_out: Session._outs[slot]) may also return a PYFUSE_REPLY_* code, and C
  * replies what they wrote there (see pyfuse_cdef.h). */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);

@@ -34,7 +34,7 @@ __thread fuse_req_t pyfuse_ll_current;
         int r_;                                                                            \
         struct pyfuse_session *o_ = pyfuse_ll_of(req);                                     \
         pyfuse_ll_current = (req);                                                         \
-        r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, slot_of(o_), __VA_ARGS__);          \
+        r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, pyfuse_out_slot(o_), __VA_ARGS__);          \
         pyfuse_ll_current = NULL;                                                          \
         r_;                                                                                \
     })
@@ -47,63 +47,14 @@ static inline void done(fuse_req_t req, int res)
         fuse_reply_err(req, -res);
 }
 
-/* The thread's answer of a synchronous handler (the cheap crossing: see pyfuse_cdef.h), and
- * the slot it holds in the session it last served. */
-static __thread struct pyfuse_ll_out ll_out;
-static __thread struct {
-    const struct pyfuse_session *s;
-    unsigned int slot;
-} ll_slot;
-
-struct pyfuse_ll_out *pyfuse_ll_out_here(void)
-{
-    return &ll_out;
-}
-
-/* This thread's slot in s, taken on its first request there: the one whose owner is this
- * thread's out struct (an ended thread's whose struct had the same address: it is this
- * thread's now, and so is Python's buffer over it), else a free one. PYFUSE_LL_SLOTS: all are
- * taken (searched again next time). A session freed and another made at its address is told
- * apart by the owner: a new session's slots are free or other threads'. */
-static unsigned int slot_take(struct pyfuse_session *s)
-{
-    unsigned int i;
-
-    for (i = 0; i < PYFUSE_LL_SLOTS; i++)
-        if (__atomic_load_n(&s->outs[i], __ATOMIC_RELAXED) == &ll_out)
-            goto found;
-    for (i = 0; i < PYFUSE_LL_SLOTS; i++) {
-        struct pyfuse_ll_out *none = NULL;
-
-        if (__atomic_compare_exchange_n(&s->outs[i], &none, &ll_out, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
-            goto found;
-    }
-    return PYFUSE_LL_SLOTS;
-found:
-    ll_slot.s = s;
-    ll_slot.slot = i;
-    return i;
-}
-
-static inline unsigned int slot_of(struct pyfuse_session *s)
-{
-    unsigned int i = ll_slot.slot;
-
-    if (__builtin_expect(ll_slot.s == s && i < PYFUSE_LL_SLOTS &&
-                         __atomic_load_n(&s->outs[i], __ATOMIC_RELAXED) == &ll_out, 1))
-        return i;
-    return slot_take(s);
-}
-
 /* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
- * PYFUSE_REPLY_* code: the reply of ll_out, attributes (REPLY_ATTR, _ATTR_OUT) or an entry
+ * PYFUSE_REPLY_* code: the reply of the thread's out struct, attributes (REPLY_ATTR, _ATTR_OUT) or an entry
  * (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's. Refused attributes
  * (pyfuse_check_attr) get EIO and a logged error that names the request: op of inode ino, or
  * op 'name' in inode ino. */
 static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const char *name)
 {
-    const struct pyfuse_ll_out *o = &ll_out;
+    const struct pyfuse_out *o = pyfuse_out_here();
     const struct pyfuse_config *cfg;
     int attr_only = res == PYFUSE_REPLY_ATTR || res == PYFUSE_REPLY_ATTR_OUT;
     int own = res == PYFUSE_REPLY_ATTR_OUT || res == PYFUSE_REPLY_ENTRY_OUT;
@@ -181,11 +132,11 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     size_t len = strlen(name);
     int res;
 
-    if (len >= sizeof ll_out.name) {
+    if (len > 255) { /* as too_long(), without a second strlen */
         fuse_reply_err(req, ENAMETOOLONG);
         return;
     }
-    memcpy(ll_out.name, name, len);
+    memcpy(pyfuse_out_here()->name, name, len);
     res = CB_OUT(req, LOOKUP, pyfuse_ll_cb_lookup, parent, len);
     if (res < 0)
         pyfuse_ll_fail_lookup(pyfuse_req_of(req), -res);

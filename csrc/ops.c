@@ -129,23 +129,25 @@ static int name_too_long(const char *path)
 
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-    struct pyfuse_attr a;
+    struct pyfuse_session *s = pyfuse_current();
+    const struct pyfuse_out *o = pyfuse_out_here();
     int res, bad;
 
     if (name_too_long(path))
         return -ENAMETOOLONG;
-    res = CB(GETATTR, pyfuse_cb_getattr, path, &a, FH(fi));
-    if (res == 0 && (bad = pyfuse_check_attr(&a, 0)) != 0) {
+    res = PYFUSE_CALL(s, GETATTR, pyfuse_cb_getattr, pyfuse_out_slot(s),
+                      pyfuse_out_put_path(path), FH(fi));
+    if (res == 0 && (bad = pyfuse_check_attr(&o->attr, 0)) != 0) {
         char msg[512];
         int n = snprintf(msg, sizeof msg, "getattr of %.300s: ", path ? path : "(unlinked file)");
 
-        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &a, bad, "the attributes returned");
+        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &o->attr, bad, "the attributes returned");
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg); /* 3: LOG_ERR */
         return -EIO;
     }
 
     if (res == 0)
-        pyfuse_attr_to_stat(&a, st);
+        pyfuse_attr_to_stat(&o->attr, st);
     return res;
 }
 

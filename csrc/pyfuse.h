@@ -53,9 +53,9 @@ struct pyfuse_session {
     /* the inode API, set at INIT: OPEN/OPENDIR of a filesystem without open/opendir are
      * answered ENOSYS (Config.no_open, where the kernel offers it): it sends no more */
     int no_open, no_opendir;
-    /* the inode API: each slot's owner, the struct pyfuse_ll_out of the thread that took it
-     * (lowlevel.c; NULL: free) */
-    struct pyfuse_ll_out *outs[PYFUSE_LL_SLOTS];
+    /* each slot's owner, the struct pyfuse_out of the thread that took it (out.c; NULL:
+     * free) */
+    struct pyfuse_out *outs[PYFUSE_OUT_SLOTS];
     /* a lock held around every call into Python (PYFUSE_CALL_OP): pyfuse.compat.llfuse's
      * global lock (glock.c); NULL: none */
     struct pyfuse_glock *glock;
@@ -100,6 +100,12 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
 /* How many callbacks into Python this thread is inside (session.c): a thread with none is not
  * serving a request (where libfuse's request context must not be asked for). */
 extern __thread int pyfuse_in_callback;
+
+/* out.c: the calling thread's slot in s (PYFUSE_OUT_SLOTS: none free), and path copied into
+ * its out struct's name: its length (-1: NULL; >= sizeof name: not copied, pyfuse_out_path()
+ * has it) */
+unsigned int pyfuse_out_slot(struct pyfuse_session *s);
+int64_t pyfuse_out_put_path(const char *path);
 
 /* glock.c: the session's global lock around a call (enter: 1 if it was taken here) */
 int pyfuse_glock_enter(struct pyfuse_glock *g);

@@ -269,22 +269,27 @@ enum { PYFUSE_OPEN_DIRECT_IO = 1, PYFUSE_OPEN_KEEP_CACHE = 2, PYFUSE_OPEN_NONSEE
 /* How many members of struct fuse_lowlevel_ops the table has for this mask (tests). */
 int pyfuse_ll_ops_filled(uint64_t opmask);
 int pyfuse_ll_reply_err(pyfuse_req req, int err);
-/* The cheap crossing: a synchronous handler's attributes or entry go back to C in the calling
- * thread's struct pyfuse_ll_out, and the callback returns what C is to reply with it, once the
- * callback has returned (no call into C while the GIL is held). The callbacks that answer this
- * way take the thread's slot in the session instead of the request (pyfuse_current_req() has
- * it) and of the struct's address: small integers, cheap to pass. Session._outs[slot] is the
- * struct as a buffer, made by the slot's thread from pyfuse_ll_out_here() on its first request.
- * A session has PYFUSE_LL_SLOTS slots; slot PYFUSE_LL_SLOTS means all are taken (the thread
- * asks for its struct each time). */
-enum { PYFUSE_LL_SLOTS = 128 };
-struct pyfuse_ll_out *pyfuse_ll_out_here(void);
-struct pyfuse_ll_out {
+/* The cheap crossing (csrc/out.c), both APIs: a synchronous handler's attributes or entry go
+ * back to C in the calling thread's struct pyfuse_out, and the callback returns what C is to
+ * reply with it, once the callback has returned (no call into C while the GIL is held). The
+ * callbacks that answer this way take the thread's slot in the session instead of the request
+ * (pyfuse_current_req() has it) and of the struct's address: small integers, cheap to pass.
+ * Session._outs[slot] is the struct as a buffer, made by the slot's thread from
+ * pyfuse_out_here() on its first request. A session has PYFUSE_OUT_SLOTS slots; slot
+ * PYFUSE_OUT_SLOTS means all are taken (the thread asks for its struct each time). The
+ * request's name (the inode API's lookup) or path (the path API's getattr) is copied into the
+ * struct's name by C and its length passed: no cdata, no ffi.string. */
+enum { PYFUSE_OUT_SLOTS = 128 };
+struct pyfuse_out *pyfuse_out_here(void);
+struct pyfuse_out {
     struct pyfuse_attr attr;
     uint64_t generation;
     double entry_timeout, attr_timeout;
-    char name[256]; /* lookup's name, copied in by C (namelen bytes): no cdata, no ffi.string */
+    char name[4096]; /* lookup's name or getattr's path (namelen, pathlen bytes, no NUL) */
 };
+/* The path API: a path of pathlen >= sizeof name bytes is not copied; this returns it (valid
+ * during the callback). pathlen -1: no path (an open file whose name is gone). */
+const char *pyfuse_out_path(void);
 enum {
     PYFUSE_REPLY_ATTR = 1,      /* out.attr, with the session's attr_timeout */
     PYFUSE_REPLY_ENTRY = 2,     /* out.attr as an entry, generation 0, the session's timeouts */

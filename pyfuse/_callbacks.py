@@ -16,6 +16,7 @@ from ._core.convert import (
     ATTR_STRUCT,
     ENC,
     STATVFS_STRUCT,
+    UTF8,
     copy_out,
     dir_open,
     encode,
@@ -26,8 +27,11 @@ from ._core.convert import (
     sized_reply,
 )
 from ._core.convert import path as _path
+from ._core.dispatch import OUT_NAME as _NAME
+from ._core.dispatch import OUT_NAME_SIZE as _NAME_SIZE
 from ._core.dispatch import SESSIONS as _SESSIONS
 from ._core.dispatch import callback, extern
+from ._core.dispatch import here as _here
 from ._core.poll import poll_handle
 from ._pyfuse_c import ffi, lib
 from .errors import BadReturn
@@ -37,6 +41,9 @@ _memmove = ffi.memmove
 _buffer = ffi.buffer
 _ATTR_SIZE = ATTR_STRUCT.size
 _string = ffi.string
+_long_path = lib.pyfuse_out_path
+_NULL = ffi.NULL
+_UTF8 = UTF8
 _ATIME_OMIT, _ATIME_NOW = lib.PYFUSE_ATIME_OMIT, lib.PYFUSE_ATIME_NOW
 _MTIME_OMIT, _MTIME_NOW = lib.PYFUSE_MTIME_OMIT, lib.PYFUSE_MTIME_NOW
 
@@ -50,19 +57,31 @@ def _fh(fh: int, has_fh: int) -> Optional[int]:
 
 
 @extern
-def pyfuse_cb_getattr(h, path, out, fh, has_fh):
+def pyfuse_cb_getattr(h, slot, pathlen, fh, has_fh):
+    # the cheap crossing (dispatch.outs): the path is read from the thread's out struct (one
+    # bytes object, no cdata) and the attributes written back there, which C converts
     s = _SESSIONS[h]
-    try:  # the path decoded and an Attr packed inline (as convert.path, pack_attr): no frames
-        a = s._op_getattr(_string(path).decode(ENC, "surrogateescape") if path else None,
-                          fh if has_fh else None)
+    o = s._outs[slot]
+    if o is None:
+        o = _here(s, slot)
+    if pathlen < 0:
+        path = None  # an open file whose name is gone (Config.nullpath_ok)
+    else:
+        path = o[_NAME:_NAME + pathlen] if pathlen < _NAME_SIZE else _string(_long_path())
+        try:  # UTF-8: bytes.decode's default (no codec and handler looked up), else os.fsdecode's
+            path = path.decode() if _UTF8 else path.decode(ENC, "surrogateescape")
+        except UnicodeDecodeError:
+            path = path.decode(ENC, "surrogateescape")
+    try:
+        a = s._op_getattr(path, fh if has_fh else None)
         if a.__class__ is not Attr:  # an Attr is its C struct: copied as it is
             try:
                 a = pack_attr(a)
             except Exception as e:
                 raise BadReturn(f"getattr returned an invalid attribute object: {e}") from None
     except BaseException as e:
-        return s._fail(e, "getattr", path)
-    _memmove(out, a, _ATTR_SIZE)
+        return s._fail(e, "getattr", _NULL if path is None else path)
+    o[:_ATTR_SIZE] = a
     return 0
 
 

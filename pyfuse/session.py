@@ -87,6 +87,9 @@ class Session(BaseSession):
                               self._stats_c(), 0)
 
     def _where(self, op: str, where: Any) -> str:
+        # where: the request's C path (NULL: an unlinked file), or getattr's, already a str
+        if where.__class__ is str:
+            return f"{op} {where!r}"
         return f"{op} {_decode_path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
 
     def _ended(self) -> None:

@@ -50,8 +50,8 @@ def test_struct_layouts_match_packing():
     ffi.memmove(a, convert.pack_attr(pyfuse.Attr(mode=0o100644, ino=7, size=-1 & 0xFFFF,
                                                  mtime_ns=-5)), 96)
     assert (a.mode, a.ino, a.size, a.mtime_ns) == (0o100644, 7, 0xFFFF, -5)
-    # struct pyfuse_ll_out, as lowlevel/_callbacks.py writes it (attr, then "=Qdd")
-    assert [ffi.offsetof("struct pyfuse_ll_out", f) for f in
+    # struct pyfuse_out, as lowlevel/_callbacks.py writes it (attr, then "=Qdd")
+    assert [ffi.offsetof("struct pyfuse_out", f) for f in
             ("attr", "generation", "entry_timeout", "attr_timeout", "name")] == [0, 96, 104, 112,
                                                                                  120]
     for i, name in enumerate(pyfuse.StatVFS._fields):

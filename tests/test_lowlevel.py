@@ -437,11 +437,11 @@ class Gathered(Sized):
 @pytest.mark.timeout(120)
 def test_more_workers_than_slots_answer_their_own(mnt: str) -> None:
     """With more workers inside handlers at once than a session has slots
-    (PYFUSE_LL_SLOTS), those without one ask C for their out struct at each request: every
+    (PYFUSE_OUT_SLOTS), those without one ask C for their out struct at each request: every
     client still gets its own file's size."""
     from pyfuse._pyfuse_c import lib
 
-    n = lib.PYFUSE_LL_SLOTS + 8
+    n = lib.PYFUSE_OUT_SLOTS + 8
     ops = Gathered(n)
     with pyfuse.testing.mounted(ops, mnt, config=Config(entry_timeout=60, attr_timeout=0),
                                 max_threads=n + 4) as s:
@@ -462,7 +462,7 @@ def test_more_workers_than_slots_answer_their_own(mnt: str) -> None:
         for t in threads:
             t.join()
         assert got == {k: 1010 + k for k in range(n)}
-        assert len(ops.threads) > lib.PYFUSE_LL_SLOTS  # so some workers had no slot
+        assert len(ops.threads) > lib.PYFUSE_OUT_SLOTS  # so some workers had no slot
         assert s._outs[-1] is None  # (nothing kept for them)
 
 

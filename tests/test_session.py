@@ -453,3 +453,69 @@ def test_poll_notification(mount_ops, mnt):
     ops.handle.notify()
     out, _ = proc.communicate(timeout=30)
     assert int(out) == select.POLLIN
+
+
+class GetattrPaths(pyfuse.Operations):
+    """Every name is a directory but ``f...`` (a file whose size is its path's length); files
+    can be made and removed. Records the path and handle of each getattr."""
+
+    def __init__(self):
+        self.seen = []
+        self.made = set()
+
+    def getattr(self, path, fh):
+        self.seen.append((path, fh))
+        if path is None:  # an open file whose name is gone (nullpath_ok, hard_remove)
+            return Attr(mode=stat.S_IFREG | 0o644, size=fh)
+        if path.rsplit("/", 1)[-1].startswith("f"):
+            if path.startswith("/made") and path not in self.made:
+                raise pyfuse.FuseError(errno.ENOENT)
+            return Attr(mode=stat.S_IFREG | 0o644, size=len(os.fsencode(path)))
+        return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+
+    def create(self, path, mode, flags):
+        self.made.add(path)
+        return 77
+
+    def unlink(self, path):
+        self.made.discard(path)
+
+
+@pytest.mark.timeout(60)
+def test_getattr_paths_of_every_length(mount_ops, mnt):
+    """getattr's path reaches the filesystem whole and decoded at every length: short, either
+    side of what the shim copies for the callback (4,096 bytes), and beyond PATH_MAX (reached
+    by descriptor-relative calls), non-UTF-8 bytes included; an open file whose name is gone
+    gets None and its handle."""
+    ops = GetattrPaths()
+    mount_ops(ops, config=pyfuse.Config(nullpath_ok=True, hard_remove=True, attr_timeout=0,
+                                        entry_timeout=0))
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    depth, at = 0, 0  # the path of fd in the mount is at bytes long
+    try:
+        for total in (4000, 4095, 4096, 4097, 5200, 9000):
+            while total - at > 250:  # go down until a last name of at most 250 bytes reaches it
+                sub = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd, at, depth = sub, at + 201, depth + 1
+            name = "f" + "x" * (total - at - 2)  # "/" + name: total bytes
+            ops.seen.clear()
+            assert os.stat(name, dir_fd=fd).st_size == total
+            want = "/" + "/".join(["d" * 200] * depth + [name])
+            assert (want, None) in ops.seen and len(want) == total
+        raw = b"f\xff\xfe"  # not UTF-8: os.fsdecode's str, as for every other path
+        assert os.stat(raw, dir_fd=fd).st_size == at + len(raw) + 1
+        assert any(p is not None and p.endswith("/" + os.fsdecode(raw)) for p, _ in ops.seen)
+    finally:
+        os.close(fd)
+    made = os.path.join(mnt, "made", "f1")
+    f = os.open(made, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.unlink(made)
+        ops.seen.clear()
+        # SEEK_END asks for the size with the open file's handle (fstat would not: the
+        # kernel sends no handle, and libfuse answers ESTALE for the nameless node)
+        assert os.lseek(f, 0, os.SEEK_END) == 77  # the size getattr gave: the handle
+        assert ops.seen == [(None, 77)]
+    finally:
+        os.close(f)

@@ -8,6 +8,7 @@ that names the operation.
 """
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import struct
@@ -19,7 +20,7 @@ from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
-__all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "pack_attr", "pack_statvfs",
+__all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr", "pack_statvfs",
            "config_to_c", "path", "encode", "byte_buffer", "copy_out", "open_result", "dir_open",
            "fd_range",
            "sized_reply"]
@@ -32,6 +33,9 @@ NO_ATTR = bytes(ATTR_STRUCT.size)  # mode 0: "no attributes" for a readdir entry
 
 #: The encoding of paths and names (as os.fsencode), with surrogateescape.
 ENC = sys.getfilesystemencoding()
+#: ENC is UTF-8: a name or path is decoded with ``bytes.decode()``'s default (no codec or
+#: error handler looked up), and with os.fsdecode's rules only if that fails
+UTF8 = codecs.lookup(ENC).name == "utf-8"
 
 _string = ffi.string
 _memmove = ffi.memmove

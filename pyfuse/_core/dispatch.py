@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 from .._pyfuse_c import ffi, lib
 
 __all__ = ["callback", "define", "extern", "onerror", "void_onerror", "log", "EXTERNS",
-           "SESSIONS", "register", "unregister"]
+           "SESSIONS", "register", "unregister", "outs", "here", "OUT_SLOTS", "OUT_SIZE",
+           "OUT_NAME", "OUT_NAME_SIZE"]
 
 log = logging.getLogger("pyfuse")
 
@@ -38,6 +39,33 @@ _EIO = -errno.EIO
 SESSIONS: list[Any] = []
 _free: list[int] = []
 _slots = threading.Lock()
+
+
+#: The cheap crossing's out struct (csrc/out.c, struct pyfuse_out), one per serving thread:
+#: C copies a request's name or path into it, a callback writes a synchronous handler's answer
+#: there, and C replies from it once the callback has returned. A session keeps each
+#: thread's as a buffer, by the slot the callback is given (``outs()``, ``here()``).
+OUT_SLOTS = lib.PYFUSE_OUT_SLOTS
+OUT_SIZE = ffi.sizeof("struct pyfuse_out")
+#: where the name or path begins in the struct (the ``name`` member), and how much it holds
+OUT_NAME = ffi.offsetof("struct pyfuse_out", "name")
+OUT_NAME_SIZE = OUT_SIZE - OUT_NAME
+_out_here = lib.pyfuse_out_here
+_buffer = ffi.buffer
+
+
+def outs() -> list[Any]:
+    """A new session's out structs by slot, none made yet (slot OUT_SLOTS: none to keep)."""
+    return [None] * (OUT_SLOTS + 1)
+
+
+def here(s: Any, slot: int) -> Any:
+    """The calling thread's out struct as a buffer, kept as ``s._outs[slot]`` (its first
+    request in session ``s``; every request when all slots are taken)."""
+    b = _buffer(_out_here(), OUT_SIZE)
+    if slot < OUT_SLOTS:
+        s._outs[slot] = b
+    return b
 
 
 def register(obj: Any) -> int:

@@ -33,7 +33,7 @@ from ..mounts import (
     unmount,
 )
 from ..types import Config
-from .dispatch import capture_log, register, unregister
+from .dispatch import capture_log, outs, register, unregister
 from .signals import loop_with_signals
 from .stats import Stats, add_handler_time
 
@@ -114,6 +114,8 @@ class BaseSession:
         self._fatal: Optional[BaseException] = None
         self._handle = -1  # the number in SESSIONS while the C session exists
         self._handles: list[int] = []  # those numbers (the session's, its statistics' view)
+        #: each serving thread's out struct, by its slot (the cheap crossing: dispatch.outs)
+        self._outs = outs()
         self._c: Any = ffi.NULL
         self._stopping = False
         # notifications: the C session is used under this lock, and freed under it

@@ -10,15 +10,17 @@ releasedir, forget, init, destroy and interrupts are written out.
 """
 from __future__ import annotations
 
-import codecs
 import re
 import time
 import types
 from typing import Any
 
 from .._core.convert import ATTR_STRUCT, ENC
+from .._core.convert import UTF8 as _UTF8
 from .._core.convert import path as _name
+from .._core.dispatch import OUT_NAME as _NAME
 from .._core.dispatch import SESSIONS, define, extern, log
+from .._core.dispatch import here as _here
 from .._core.poll import poll_handle
 from .._core.readdir import PENDING
 from .._pyfuse_c import ffi, lib
@@ -46,7 +48,7 @@ def {name}(h, req, {params}):
         return _s._fail(_e, {op!r}, {where})
     return 0
 """
-# The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_ll_out): the callbacks of the
+# The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_out): the callbacks of the
 # operations that reply attributes or an entry take the thread's slot in the session instead of
 # the request (cheaper to pass: a small integer), and a synchronous handler's common results go
 # back to C in the thread's out struct (the session's _outs[slot]): the callback returns the
@@ -87,31 +89,12 @@ _CODES = {R.reply_attr: ("_REPLY_ATTR", "_REPLY_ATTR_OUT"),
           R.reply_entry: ("_REPLY_ENTRY", "_REPLY_ENTRY_OUT")}
 #: The operations whose callbacks take the slot (csrc/ll_callbacks_cdef.h).
 _OUT_OPS = {"lookup", "getattr", "setattr", "mknod", "mkdir", "symlink", "link"}
-_SLOTS = lib.PYFUSE_LL_SLOTS
-_OUT_SIZE = ffi.sizeof("struct pyfuse_ll_out")
 _ATTR_SIZE = ATTR_STRUCT.size
 _ENTRY_SIZE = R.ENTRY_STRUCT.size
-if ffi.offsetof("struct pyfuse_ll_out", "attr_timeout") + 8 != _ENTRY_SIZE:
-    raise ImportError("pyfuse: struct pyfuse_ll_out does not begin as ENTRY_STRUCT")
+if ffi.offsetof("struct pyfuse_out", "attr_timeout") + 8 != _ENTRY_SIZE:
+    raise ImportError("pyfuse: struct pyfuse_out does not begin as ENTRY_STRUCT")
 _req = lib.pyfuse_current_req
-_out_here = lib.pyfuse_ll_out_here
-_NAME = ffi.offsetof("struct pyfuse_ll_out", "name")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
-_UTF8 = codecs.lookup(ENC).name == "utf-8"
-
-
-def outs() -> list[Any]:
-    """A new session's out structs by slot, none made yet (slot _SLOTS: none to keep)."""
-    return [None] * (_SLOTS + 1)
-
-
-def _here(s: Any, slot: int) -> Any:
-    """The calling thread's out struct as a buffer, kept as ``s._outs[slot]`` (its first
-    request in session ``s``; every request when all slots are taken)."""
-    b = _buffer(_out_here(), _OUT_SIZE)
-    if slot < _SLOTS:
-        s._outs[slot] = b
-    return b
 
 
 #: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)

@@ -58,7 +58,7 @@ _MAX_TIMEOUT = float("inf")
 
 
 #: A packed entry: an entry's attributes (ATTR_STRUCT), generation and both timeouts in one
-#: ``bytes``, laid out as the first fields of the shim's struct pyfuse_ll_out, made by whoever
+#: ``bytes``, laid out as the first fields of the shim's struct pyfuse_out, made by whoever
 #: checked them (pyfuse.compat's ``to_entry``: a generation of 64 bits, finite timeouts >= 0).
 #: Only a session whose ``_packed`` is true (pyfuse.compat's llfuse and pyfuse3 faces) may
 #: return one, replied as it is with no further Python call (the generated callbacks and

@@ -19,7 +19,7 @@ from .._core.dispatch import log
 from .._core.mounting import BaseSession, Mounted, serve
 from .._core.readdir import PENDING, Listings
 from .._pyfuse_c import ffi, lib
-from . import _callbacks  # registers the extern "Python" callbacks
+from . import _callbacks  # noqa: F401  (registers the extern "Python" callbacks)
 from ._aio import Bridge
 from ._replies import Refused
 from .operations import Operations, implemented
@@ -63,8 +63,6 @@ class Session(BaseSession):
         self._attr_timeout = float(self.config.attr_timeout)
         self._bridge = Bridge(self)
         self._unmounted: Any = None  # serving()'s signal of the loop's end
-        #: each serving thread's out struct, by its slot (see _callbacks._OUT_BODY)
-        self._outs = _callbacks.outs()
         self._listings = Listings(self._fail, _same)
         self._listings.defer = self._defer_listing
         self._listings.spawn = self._bridge.spawn
