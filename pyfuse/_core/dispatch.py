@@ -49,7 +49,7 @@ OUT_SLOTS = lib.PYFUSE_OUT_SLOTS
 OUT_SIZE = ffi.sizeof("struct pyfuse_out")
 #: where the name or path begins in the struct (the ``name`` member), and how much it holds
 OUT_NAME = ffi.offsetof("struct pyfuse_out", "name")
-OUT_NAME_SIZE = OUT_SIZE - OUT_NAME
+OUT_NAME_SIZE = dict(ffi.typeof("struct pyfuse_out").fields)["name"].type.length
 _out_here = lib.pyfuse_out_here
 _buffer = ffi.buffer
 
