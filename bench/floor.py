@@ -29,6 +29,7 @@ import argparse
 import errno
 import os
 import sys
+from types import SimpleNamespace
 
 # The checkout, for the bench package; last, so that an installed pyfuse (an sdist's test run)
 # is the one imported.
@@ -40,7 +41,7 @@ from bench.tree import ATTRS, Tree  # noqa: E402
 from pyfuse import _callbacks  # noqa: E402
 from pyfuse._core.convert import ATTR_STRUCT, pack_attr  # noqa: E402
 from pyfuse._core.convert import path as _path  # noqa: E402
-from pyfuse._core.dispatch import OUT_NAME, OUT_NAME_SIZE, OUT_SLOTS, SESSIONS, onerror  # noqa: E402
+from pyfuse._core.dispatch import OUT_NAME, OUT_NAME_SIZE, SESSIONS, here, onerror, outs  # noqa: E402
 from pyfuse._pyfuse_c import ffi, lib  # noqa: E402
 
 PACKED = {mode: pack_attr(a) for mode, a in ATTRS.items()}
@@ -62,16 +63,16 @@ def _fill_constant(d, fill) -> int:
     return 0
 
 
-_OUTS: list[object] = [None] * (OUT_SLOTS + 1)  # the threads' out structs, by slot
+#: what pyfuse's sessions keep the threads' out structs in (dispatch.outs), without the session
+_HOLDER = SimpleNamespace(_outs=outs())
+_OUTS = _HOLDER._outs
 
 
 def _out(slot: int):  # noqa: ANN202
-    """The calling thread's out struct (the cheap crossing: pyfuse._core.dispatch.here)."""
+    """The calling thread's out struct, as pyfuse's callbacks find it (dispatch.here)."""
     b = _OUTS[slot]
     if b is None:
-        b = ffi.buffer(lib.pyfuse_out_here())
-        if slot < OUT_SLOTS:  # (the last one: all taken, not kept)
-            _OUTS[slot] = b
+        b = here(_HOLDER, slot)
     return b
 
 

@@ -34,7 +34,7 @@ __thread fuse_req_t pyfuse_ll_current;
         int r_;                                                                            \
         struct pyfuse_session *o_ = pyfuse_ll_of(req);                                     \
         pyfuse_ll_current = (req);                                                         \
-        r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, pyfuse_out_slot(o_), __VA_ARGS__);          \
+        r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, pyfuse_out_slot(o_), __VA_ARGS__);  \
         pyfuse_ll_current = NULL;                                                          \
         r_;                                                                                \
     })
@@ -48,10 +48,10 @@ static inline void done(fuse_req_t req, int res)
 }
 
 /* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
- * PYFUSE_REPLY_* code: the reply of the thread's out struct, attributes (REPLY_ATTR, _ATTR_OUT) or an entry
- * (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's. Refused attributes
- * (pyfuse_check_attr) get EIO and a logged error that names the request: op of inode ino, or
- * op 'name' in inode ino. */
+ * PYFUSE_REPLY_* code: the reply of the thread's out struct, attributes (REPLY_ATTR,
+ * _ATTR_OUT) or an entry (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's.
+ * Refused attributes (pyfuse_check_attr) get EIO and a logged error that names the request:
+ * op of inode ino, or op 'name' in inode ino. */
 static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const char *name)
 {
     const struct pyfuse_out *o = pyfuse_out_here();

@@ -20,10 +20,9 @@ from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
-__all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr", "pack_statvfs",
-           "config_to_c", "path", "encode", "byte_buffer", "copy_out", "open_result", "dir_open",
-           "fd_range",
-           "sized_reply"]
+__all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr",
+           "pack_statvfs", "config_to_c", "path", "encode", "byte_buffer", "copy_out",
+           "open_result", "dir_open", "fd_range", "sized_reply"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
 # ctime (i64).
