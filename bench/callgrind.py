@@ -2,7 +2,7 @@
 VM's wall clock): every implementation side by side, or two builds of pyfuse.
 
     python bench/callgrind.py --impls cref,pyfuse,pyfuse-ll,llfuse,pyfuse3 \
-        [--workloads w5,w1,w3n,w3s]
+        [--workloads w5,w1,w3n,w3s,w6]
     python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir]
         [--flags=--stats] CHECKOUT...
 
@@ -10,7 +10,8 @@ With --impls, each workload runs against each implementation of the tree suite (
 bench/tree_ll.py and the peers of bench/peers, written as their docs teach; ``-tuned`` names
 the labelled extras), single-threaded, from this checkout; the row gives instructions per
 operation and each one's ratio to the first implementation. W5: one stat; W1: one listing of
-/small and an lstat of each of its 8 entries; both with every cache timeout 0. W3n: one entry
+/small and an lstat of each of its 8 entries; W6: an open, a 16-byte read and a close of
+/small/f00003; all three with every cache timeout 0. W3n: one entry
 of /big listed (os.listdir, twice); W3s: one entry of /big listed and stat'ed (os.scandir), with
 timeouts of an hour so that the stats are served from what readdirplus handed the kernel, as in
 a real run (under callgrind the daemon is 50 times slower than the 1 s default).
@@ -99,6 +100,21 @@ def _lists(m: str) -> None:
             os.lstat(os.path.join(d, x))
 
 
+def _reads(m: str) -> None:
+    p = os.path.join(m, "small", "f00003")
+    for _ in range(1000):
+        fd = os.open(p, os.O_RDONLY)
+        os.read(fd, 16)
+        os.close(fd)
+
+
+def _warm_reads(m: str) -> None:
+    for _ in range(50):
+        fd = os.open(os.path.join(m, "small", "f00003"), os.O_RDONLY)
+        os.read(fd, 16)
+        os.close(fd)
+
+
 def _big(m: str) -> None:
     for _ in range(2):
         os.listdir(os.path.join(m, "big"))
@@ -170,6 +186,7 @@ IMPL_WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
     "w1": (["--single", "--nocache"], _warm_lists, _lists, 200),
     "w3n": (["--single", "--longcache"], _big, _big, 2 * 65536),
     "w3s": (["--single", "--longcache"], _scans, _scans, 65536),
+    "w6": (["--single", "--nocache"], _warm_reads, _reads, 1000),
 }
 
 

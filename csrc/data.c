@@ -68,6 +68,7 @@ static int read_fd(struct fuse_bufvec *bv, void *mem, int fd, int64_t pos, size_
 int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
+    struct pyfuse_session *s = pyfuse_current();
     struct fuse_bufvec *bv = malloc(sizeof *bv);
     struct pyfuse_fdrange fr = { -1, 0, 0 };
     void *mem;
@@ -76,13 +77,11 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
     if (bv == NULL)
         return -ENOMEM;
     *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
-    if (fi->fh & PYFUSE_FH_FD) { /* FileInfo(fd_backed=True): no Python at all */
-        res = read_fd(bv, NULL, (int)pyfuse_fh(fi), off, size);
+    if (pyfuse_fh_is_fd(s, fi)) { /* FileInfo(fd_backed=True): no Python at all */
+        res = read_fd(bv, NULL, (int)pyfuse_fh(s, fi), off, size);
     } else if ((mem = malloc(size ? size : 1)) == NULL) { /* Python copies into it */
         res = -ENOMEM;  /* libfuse frees mem and bv after the reply (fuse_free_buf) */
     } else {
-        struct pyfuse_session *s = pyfuse_current();
-
         res = PYFUSE_HAS(s, PYFUSE_OP_READ)
                   ? PYFUSE_CALL(s, READ, pyfuse_cb_read, path, mem, size, off, fi->fh, &fr)
                   : -ENOSYS;
@@ -140,8 +139,8 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
     size_t size = fuse_buf_size(buf);
     const struct fuse_buf *b = &buf->buf[buf->idx];
 
-    if (fi->fh & PYFUSE_FH_FD) /* FileInfo(fd_backed=True): no Python at all */
-        return write_fd(buf, size, (int)pyfuse_fh(fi), off);
+    if (pyfuse_fh_is_fd(s, fi)) /* FileInfo(fd_backed=True): no Python at all */
+        return write_fd(buf, size, (int)pyfuse_fh(s, fi), off);
     if (PYFUSE_HAS(s, PYFUSE_OP_WRITE_FD)) {
         struct pyfuse_fdrange fr = { -1, 0, 0 };
         int res = PYFUSE_CALL(s, WRITE_FD, pyfuse_cb_write_fd, path, size, off, fi->fh, &fr);
@@ -155,6 +154,6 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
         return -ENOSYS;
     if (buf->count - buf->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
         return PYFUSE_CALL(s, WRITE, pyfuse_cb_write, path, (const char *)b->mem + buf->off, size,
-                           off, pyfuse_fh(fi));
-    return write_copied(s, path, buf, size, off, pyfuse_fh(fi));
+                           off, pyfuse_fh(s, fi));
+    return write_copied(s, path, buf, size, off, pyfuse_fh(s, fi));
 }

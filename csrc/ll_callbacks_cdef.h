@@ -2,9 +2,10 @@
  * extern "Python+C" { ... }; the C sources include it as plain prototypes). h is the session's
  * number (pyfuse._core.dispatch.SESSIONS), req the request (pyfuse_req: an integer). Each
  * returns 0 when the request has been answered or will be (an async handler), else a negative
- * errno that the trampoline replies; those with a slot argument instead of req (the thread's
- * struct pyfuse_out: Session._outs[slot]) may also return a PYFUSE_REPLY_* code, and C
- * replies what they wrote there (see pyfuse_cdef.h). */
+ * errno that the trampoline replies, or a PYFUSE_REPLY_* code (pyfuse_cdef.h) that C replies:
+ * PYFUSE_REPLY_NONE (success) from those whose success says nothing, PYFUSE_REPLY_COUNT + n
+ * from write; those with a slot argument instead of req (the thread's struct pyfuse_out:
+ * Session._outs[slot]) what they wrote there. */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);
 /* lookup's name is in out->name (namelen bytes, at most 255) */
@@ -26,7 +27,7 @@ int pyfuse_ll_cb_rename(uint64_t h, pyfuse_req req, uint64_t parent, const char 
                         uint64_t newparent, const char *newname, unsigned int flags);
 int pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
                       const char *newname);
-int pyfuse_ll_cb_open(uint64_t h, pyfuse_req req, uint64_t ino, int flags);
+int pyfuse_ll_cb_open(uint64_t h, unsigned int slot, uint64_t ino, int flags);
 int pyfuse_ll_cb_read(uint64_t h, pyfuse_req req, uint64_t ino, size_t size, int64_t off, uint64_t fh);
 int pyfuse_ll_cb_write(uint64_t h, pyfuse_req req, uint64_t ino, const char *buf, size_t size,
                        int64_t off, uint64_t fh);

@@ -38,13 +38,21 @@ __thread fuse_req_t pyfuse_ll_current;
         pyfuse_ll_current = NULL;                                                          \
         r_;                                                                                \
     })
-#define FHA(fi) ((fi) ? (fi)->fh : 0), ((fi) != NULL)
+/* an open file's handle as the filesystem gave it (req: the request in scope); FHA: it and
+ * whether there is one */
+#define FHR(fi) pyfuse_fh(pyfuse_ll_of(req), (fi))
+#define FHA(fi) ((fi) ? FHR(fi) : 0), ((fi) != NULL)
 
-/* Reply an errno a callback returned (0: it replied, or will). */
+/* Reply what a callback returned: an errno, 0 (it replied, or will), PYFUSE_REPLY_NONE
+ * (success, nothing to say) or, from write's, PYFUSE_REPLY_COUNT + the bytes written. */
 static inline void done(fuse_req_t req, int res)
 {
     if (res < 0)
         fuse_reply_err(req, -res);
+    else if (res == PYFUSE_REPLY_NONE)
+        fuse_reply_err(req, 0);
+    else if (res >= PYFUSE_REPLY_COUNT)
+        fuse_reply_write(req, (size_t)(res - PYFUSE_REPLY_COUNT));
 }
 
 /* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
@@ -269,6 +277,7 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct pyfuse_session *s = pyfuse_ll_of(req);
+    int res;
 
     if (!PYFUSE_HAS(s, PYFUSE_LL_OP_OPEN)) { /* no open(): not asked again, or as libfuse */
         if (s->no_open) {
@@ -279,14 +288,21 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         }
         return;
     }
-    done(req, CB(req, OPEN, pyfuse_ll_cb_open, ino, fi->flags));
+    res = CB_OUT(req, OPEN, pyfuse_ll_cb_open, ino, fi->flags);
+    if (res == PYFUSE_REPLY_OPEN) {
+        const struct pyfuse_out *o = pyfuse_out_here();
+
+        pyfuse_ll_reply_open(pyfuse_req_of(req), o->fh, (int)o->open_bits);
+    } else {
+        done(req, res);
+    }
 }
 
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    if (fi->fh & PYFUSE_FH_FD) { /* FileInfo(fd_backed=True): served from the fd */
-        pyfuse_ll_reply_fd(pyfuse_req_of(req), (int)pyfuse_fh(fi), off, size);
+    if (pyfuse_fh_is_fd(pyfuse_ll_of(req), fi)) { /* FileInfo(fd_backed=True): from the fd */
+        pyfuse_ll_reply_fd(pyfuse_req_of(req), (int)FHR(fi), off, size);
         return;
     }
     if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_READ)) {
@@ -299,8 +315,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi)
 {
-    if (fi->fh & PYFUSE_FH_FD) {
-        ssize_t n = pwrite((int)pyfuse_fh(fi), buf, size, off);
+    if (pyfuse_fh_is_fd(pyfuse_ll_of(req), fi)) {
+        ssize_t n = pwrite((int)FHR(fi), buf, size, off);
 
         if (n < 0)
             fuse_reply_err(req, errno);
@@ -312,22 +328,26 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_reply_err(req, ENOSYS);
         return;
     }
+    if (size > PYFUSE_WRITE_MAX) { /* the kernel's are at most max_write (MiBs): never here */
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
     done(req, CB(req, WRITE, pyfuse_ll_cb_write, ino, buf, size, off, fi->fh));
 }
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, FLUSH, pyfuse_ll_cb_flush, ino, pyfuse_fh(fi)));
+    done(req, CB(req, FLUSH, pyfuse_ll_cb_flush, ino, FHR(fi)));
 }
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    done(req, CB(req, RELEASE, pyfuse_ll_cb_release, ino, pyfuse_fh(fi), fi->flags));
+    done(req, CB(req, RELEASE, pyfuse_ll_cb_release, ino, FHR(fi), fi->flags));
 }
 
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    done(req, CB(req, FSYNC, pyfuse_ll_cb_fsync, ino, datasync, pyfuse_fh(fi)));
+    done(req, CB(req, FSYNC, pyfuse_ll_cb_fsync, ino, datasync, FHR(fi)));
 }
 
 static struct pyfuse_dir *dir_of(struct fuse_file_info *fi)
@@ -479,7 +499,7 @@ static void ll_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     struct pyfuse_flock l;
 
     lock_of(lock, &l);
-    done(req, CB(req, GETLK, pyfuse_ll_cb_getlk, ino, pyfuse_fh(fi), &l));
+    done(req, CB(req, GETLK, pyfuse_ll_cb_getlk, ino, FHR(fi), &l));
 }
 
 static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -488,18 +508,18 @@ static void ll_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     struct pyfuse_flock l;
 
     lock_of(lock, &l);
-    done(req, CB(req, SETLK, pyfuse_ll_cb_setlk, ino, pyfuse_fh(fi), &l, sleep));
+    done(req, CB(req, SETLK, pyfuse_ll_cb_setlk, ino, FHR(fi), &l, sleep));
 }
 
 static void ll_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
-    done(req, CB(req, FLOCK, pyfuse_ll_cb_flock, ino, pyfuse_fh(fi), op));
+    done(req, CB(req, FLOCK, pyfuse_ll_cb_flock, ino, FHR(fi), op));
 }
 
 static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
                          struct fuse_file_info *fi)
 {
-    done(req, CB(req, FALLOCATE, pyfuse_ll_cb_fallocate, ino, mode, off, length, pyfuse_fh(fi)));
+    done(req, CB(req, FALLOCATE, pyfuse_ll_cb_fallocate, ino, mode, off, length, FHR(fi)));
 }
 
 static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
@@ -507,20 +527,20 @@ static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                                struct fuse_file_info *fi_out, size_t len, int flags)
 {
     done(req, CB(req, COPY_FILE_RANGE, pyfuse_ll_cb_copy_file_range, ino_in, off_in,
-                 pyfuse_fh(fi_in), ino_out, off_out, pyfuse_fh(fi_out), len, flags));
+                 FHR(fi_in), ino_out, off_out, FHR(fi_out), len, flags));
 }
 
 static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
-    done(req, CB(req, LSEEK, pyfuse_ll_cb_lseek, ino, off, whence, pyfuse_fh(fi)));
+    done(req, CB(req, LSEEK, pyfuse_ll_cb_lseek, ino, off, whence, FHR(fi)));
 }
 
 static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
                      struct fuse_file_info *fi, unsigned flags, const void *in_buf,
                      size_t in_bufsz, size_t out_bufsz)
 {
-    uint64_t fh = (flags & FUSE_IOCTL_DIR) ? dir_of(fi)->fh : pyfuse_fh(fi);
+    uint64_t fh = (flags & FUSE_IOCTL_DIR) ? dir_of(fi)->fh : FHR(fi);
 
     done(req, CB(req, IOCTL, pyfuse_ll_cb_ioctl, ino, cmd, (uint64_t)(uintptr_t)arg, fh, flags,
                  (const char *)in_buf, in_bufsz, out_bufsz));
@@ -529,7 +549,7 @@ static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                     struct fuse_pollhandle *ph)
 {
-    done(req, CB(req, POLL, pyfuse_ll_cb_poll, ino, pyfuse_fh(fi), (void *)ph));
+    done(req, CB(req, POLL, pyfuse_ll_cb_poll, ino, FHR(fi), (void *)ph));
 }
 
 /* When a row of ll_optable.h fills its member, for the mask m of overridden operations. */

@@ -9,7 +9,9 @@
 #include <sys/ioctl.h>
 
 #define CB(OP, fn, ...) PYFUSE_CALL(pyfuse_current(), OP, fn, __VA_ARGS__)
-#define FH(fi) ((fi) ? pyfuse_fh(fi) : 0), ((fi) != NULL)
+/* an open file's handle as the filesystem gave it; FH: it and whether there is one */
+#define FHV(fi) pyfuse_fh(pyfuse_current(), (fi))
+#define FH(fi) ((fi) ? FHV(fi) : 0), ((fi) != NULL)
 
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
 {
@@ -263,17 +265,23 @@ static int op_statfs(const char *path, struct statvfs *out)
 
 static int op_flush(const char *path, struct fuse_file_info *fi)
 {
-    return CB(FLUSH, pyfuse_cb_flush, path, pyfuse_fh(fi));
+    struct pyfuse_session *s = pyfuse_current();
+
+    return PYFUSE_CALL(s, FLUSH, pyfuse_cb_flush, path, pyfuse_fh(s, fi));
 }
 
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
-    return CB(RELEASE, pyfuse_cb_release, path, pyfuse_fh(fi), fi->flags);
+    struct pyfuse_session *s = pyfuse_current();
+
+    return PYFUSE_CALL(s, RELEASE, pyfuse_cb_release, path, pyfuse_fh(s, fi), fi->flags);
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-    return CB(FSYNC, pyfuse_cb_fsync, path, datasync, pyfuse_fh(fi));
+    struct pyfuse_session *s = pyfuse_current();
+
+    return PYFUSE_CALL(s, FSYNC, pyfuse_cb_fsync, path, datasync, pyfuse_fh(s, fi));
 }
 
 static int op_setxattr(const char *path, const char *name, const char *value, size_t size,
@@ -324,7 +332,7 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
         .type = lk->l_type, .whence = lk->l_whence, .start = lk->l_start,
         .len = lk->l_len, .pid = lk->l_pid,
     };
-    int res = CB(LOCK, pyfuse_cb_lock, path, pyfuse_fh(fi), cmd, &l);
+    int res = CB(LOCK, pyfuse_cb_lock, path, FHV(fi), cmd, &l);
 
     if (res == 0) {
         lk->l_type = (short)l.type;
@@ -338,26 +346,26 @@ static int op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct 
 
 static int op_flock(const char *path, struct fuse_file_info *fi, int op)
 {
-    return CB(FLOCK, pyfuse_cb_flock, path, pyfuse_fh(fi), op);
+    return CB(FLOCK, pyfuse_cb_flock, path, FHV(fi), op);
 }
 
 static int op_fallocate(const char *path, int mode, off_t off, off_t len,
                         struct fuse_file_info *fi)
 {
-    return CB(FALLOCATE, pyfuse_cb_fallocate, path, mode, off, len, fi ? pyfuse_fh(fi) : 0);
+    return CB(FALLOCATE, pyfuse_cb_fallocate, path, mode, off, len, fi ? FHV(fi) : 0);
 }
 
 static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in,
                                   const char *path_out, struct fuse_file_info *fi_out,
                                   off_t off_out, size_t size, int flags)
 {
-    return CB(COPY_FILE_RANGE, pyfuse_cb_copy_file_range, path_in, pyfuse_fh(fi_in), off_in,
-              path_out, pyfuse_fh(fi_out), off_out, size, flags);
+    return CB(COPY_FILE_RANGE, pyfuse_cb_copy_file_range, path_in, FHV(fi_in), off_in,
+              path_out, FHV(fi_out), off_out, size, flags);
 }
 
 static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
 {
-    return CB(LSEEK, pyfuse_cb_lseek, path, off, whence, pyfuse_fh(fi));
+    return CB(LSEEK, pyfuse_cb_lseek, path, off, whence, FHV(fi));
 }
 
 static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi,
@@ -366,7 +374,7 @@ static int op_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_f
     size_t size = _IOC_SIZE(cmd);
     size_t in_size = (_IOC_DIR(cmd) & _IOC_WRITE) ? size : 0;
     size_t out_size = (_IOC_DIR(cmd) & _IOC_READ) ? size : 0;
-    uint64_t fh = pyfuse_fh(fi);
+    uint64_t fh = FHV(fi);
 
     if ((flags & FUSE_IOCTL_DIR) && fh != 0) /* our opendir put a struct pyfuse_dir there */
         fh = ((struct pyfuse_dir *)(uintptr_t)fi->fh)->fh;
@@ -378,7 +386,7 @@ static int op_poll(const char *path, struct fuse_file_info *fi, struct fuse_poll
                    unsigned *reventsp)
 {
     /* Python owns ph from here (a PollHandle, freed when collected) */
-    return CB(POLL, pyfuse_cb_poll, path, pyfuse_fh(fi), (void *)ph, reventsp);
+    return CB(POLL, pyfuse_cb_poll, path, FHV(fi), (void *)ph, reventsp);
 }
 
 /* When a row of optable.h fills its member, for the mask m of overridden operations. */

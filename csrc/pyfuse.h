@@ -59,17 +59,28 @@ struct pyfuse_session {
     /* a lock held around every call into Python (PYFUSE_CALL_OP): pyfuse.compat.llfuse's
      * global lock (glock.c); NULL: none */
     struct pyfuse_glock *glock;
+    /* every bit of an open file's handle is the filesystem's (pyfuse.compat: the programs of
+     * other bindings may use all 64; there is no fd-backed handle): PYFUSE_FH_FD unused */
+    int plain_fh;
 };
 
 #define PYFUSE_HAS(s, op) (((s)->opmask >> (op)) & 1u)
 
 /* Bit 63 of an open file's handle: FileInfo(fd_backed=True), the handle is a file descriptor
- * that READ and WRITE use directly (data.c), without Python. Python never sees the bit. */
+ * that READ and WRITE use directly (data.c), without Python. Python never sees the bit, and
+ * refuses other handles that have it (open_result, open_parts), but in a plain_fh session. */
 #define PYFUSE_FH_FD (UINT64_C(1) << 63)
 
-static inline uint64_t pyfuse_fh(const struct fuse_file_info *fi)
+static inline int pyfuse_fh_is_fd(const struct pyfuse_session *s,
+                                  const struct fuse_file_info *fi)
 {
-    return fi->fh & ~PYFUSE_FH_FD;
+    return !s->plain_fh && (fi->fh & PYFUSE_FH_FD) != 0;
+}
+
+/* The handle as the filesystem gave it (without PYFUSE_FH_FD). */
+static inline uint64_t pyfuse_fh(const struct pyfuse_session *s, const struct fuse_file_info *fi)
+{
+    return s->plain_fh ? fi->fh : fi->fh & ~PYFUSE_FH_FD;
 }
 
 /* The session serving the current request (fuse_get_context()->private_data is what init returned). */

@@ -211,6 +211,9 @@ int pyfuse_glock_held(const struct pyfuse_glock *g);
 int pyfuse_glock_acquire(struct pyfuse_glock *g, double timeout);
 int pyfuse_glock_release(struct pyfuse_glock *g);
 void pyfuse_session_set_glock(pyfuse_session *s, struct pyfuse_glock *g);
+/* Every bit of an open file's handle is the filesystem's (pyfuse.compat: other bindings'
+ * programs may use all 64 bits, and have no fd-backed files); set before the mount. */
+void pyfuse_session_plain_fh(pyfuse_session *s);
 /* 1 once the session's loop has been told to end (a signal, an unmount seen by the loop). */
 int pyfuse_exiting(pyfuse_session *s);
 void pyfuse_unmount(pyfuse_session *s);
@@ -271,7 +274,8 @@ int pyfuse_ll_ops_filled(uint64_t opmask);
 int pyfuse_ll_reply_err(pyfuse_req req, int err);
 /* The cheap crossing (csrc/out.c), both APIs: a synchronous handler's attributes or entry go
  * back to C in the calling thread's struct pyfuse_out, and the callback returns what C is to
- * reply with it, once the callback has returned (no call into C while the GIL is held). The
+ * reply with it, once the callback has returned (no call into C while the GIL is held); so do
+ * the inode API's plain successes (PYFUSE_REPLY_NONE), open's file handle and write's count. The
  * callbacks that answer this way take the thread's slot in the session instead of the request
  * (pyfuse_current_req() has it) and of the struct's address: small integers, cheap to pass.
  * Session._outs[slot] is the struct as a buffer, made by the slot's thread from
@@ -285,6 +289,7 @@ struct pyfuse_out {
     struct pyfuse_attr attr;
     uint64_t generation;
     double entry_timeout, attr_timeout;
+    uint64_t fh, open_bits; /* PYFUSE_REPLY_OPEN's file handle and PYFUSE_OPEN_* bits */
     char name[4096]; /* lookup's name or getattr's path (namelen, pathlen bytes, no NUL) */
 };
 /* The path API: a path of pathlen >= sizeof name bytes is not copied; this returns it (valid
@@ -294,7 +299,13 @@ enum {
     PYFUSE_REPLY_ATTR = 1,      /* out.attr, with the session's attr_timeout */
     PYFUSE_REPLY_ENTRY = 2,     /* out.attr as an entry, generation 0, the session's timeouts */
     PYFUSE_REPLY_ENTRY_OUT = 3, /* out.attr as an entry, out's generation and timeouts */
-    PYFUSE_REPLY_ATTR_OUT = 4   /* out.attr, with out's attr_timeout */
+    PYFUSE_REPLY_ATTR_OUT = 4,  /* out.attr, with out's attr_timeout */
+    PYFUSE_REPLY_NONE = 5,      /* success, nothing to say (unlink, flush, release, ...) */
+    PYFUSE_REPLY_OPEN = 6,      /* an open file: out.fh, with out.open_bits */
+    /* write: PYFUSE_REPLY_COUNT + n replies n bytes written (n <= the request's size, which
+     * the kernel keeps below PYFUSE_WRITE_MAX: ll_write refuses a larger one) */
+    PYFUSE_REPLY_COUNT = 64,
+    PYFUSE_WRITE_MAX = 1073741824 /* 1 GiB */
 };
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
  * 0), -EBADMSG (no valid file type) or -ERANGE (nlink, uid or gid beyond 32 bits): refused,

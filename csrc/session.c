@@ -368,6 +368,11 @@ int pyfuse_loop_abandon(void)
     return sig.received;
 }
 
+void pyfuse_session_plain_fh(pyfuse_session *s)
+{
+    s->plain_fh = 1;
+}
+
 int pyfuse_exiting(pyfuse_session *s)
 {
     return fuse_session_exited(s->se) != 0;

@@ -220,12 +220,12 @@ def _access(s: Any, path: Any, mask: int) -> None:
 
 @callback("pyfuse_cb_open", "open")
 def _open(s: Any, path: Any, o: Any) -> None:
-    open_result(s._op_open(_path(path), o.flags), o, "open")
+    open_result(s._op_open(_path(path), o.flags), o, "open", s)
 
 
 @callback("pyfuse_cb_create", "create")
 def _create(s: Any, path: Any, mode: int, o: Any) -> None:
-    open_result(s._op_create(_path(path), mode, o.flags), o, "create")
+    open_result(s._op_create(_path(path), mode, o.flags), o, "create", s)
 
 
 @callback("pyfuse_cb_write_fd", "write_fd")

@@ -116,7 +116,8 @@ class Operations:
     def open(self, path: str, flags: int) -> Union[int, FileInfo, None]:
         """Open ``path`` with ``open(2)`` ``flags``. ``O_CREAT``/``O_EXCL`` are handled by the
         kernel; ``O_TRUNC`` arrives here and the handler must truncate the file. Return a file
-        handle (an int you choose, passed back as ``fh``), a :class:`FileInfo` to also set
+        handle (an int of 0..2**63-1 you choose, passed back as ``fh``; bit 63 is pyfuse's, for
+        ``fd_backed`` files: a larger handle is EIO, logged), a :class:`FileInfo` to also set
         per-open flags, or ``None`` (``fh`` = 0)."""
         raise _enosys()
 

@@ -336,6 +336,11 @@ class FileInfo(NamedTuple):
     (a passthrough). READ and WRITE on this open file are then served from it in C (``pread``
     into the reply, or splice; ``pwrite`` or splice) and never call :meth:`Operations.read` or
     :meth:`Operations.write`. The fd must stay open until ``release``.
+
+    ``fh`` is an int of 0..2**63-1: bit 63 of the handle the kernel keeps is what marks an
+    ``fd_backed`` file in C, so a larger handle (or a negative one) is refused, EIO with one
+    logged error naming it. (pyfuse.compat's faces keep all 64 bits for their programs, as
+    their originals do; they have no ``fd_backed`` files.)
     """
 
     fh: int = 0

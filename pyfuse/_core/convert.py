@@ -22,7 +22,7 @@ from ..types import Attr, AttrLike, Config, FileInfo
 
 __all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr",
            "pack_statvfs", "config_to_c", "path", "encode", "byte_buffer", "copy_out",
-           "open_result", "dir_open", "fd_range", "sized_reply"]
+           "open_result", "dir_open", "fd_range", "sized_reply", "FH_LIMIT", "file_handle"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
 # ctime (i64).
@@ -137,17 +137,35 @@ def copy_out(data: Any, buf: Any, size: int, what: str) -> int:
     return n
 
 
-def open_result(r: Any, o: Any, what: str) -> None:
-    """Set struct pyfuse_open ``o`` from what open/create returned (None, an int fh, FileInfo)."""
+#: Bit 63 of an open file's handle marks, in C, a FileInfo(fd_backed=True) (csrc/pyfuse.h):
+#: the other handles a filesystem gives are below it, but in a session of pyfuse.compat
+#: (``plain``), whose programs may use all 64 bits and have no fd-backed files.
+FH_LIMIT = 1 << 63
+
+
+def file_handle(fh: Any, what: str, plain: bool = False) -> int:
+    """``fh`` if it is a file handle C can keep for the file (see :data:`FH_LIMIT`), else
+    BadReturn naming it. A handle with bit 63 set would make reads and writes of the file go
+    to whatever file descriptor its other bits name."""
+    if isinstance(fh, int) and 0 <= fh < (1 << 64 if plain else FH_LIMIT):
+        return fh
+    raise BadReturn(f"{what} returned the file handle {fh!r}: a handle is an int of "
+                    f"0..{'2**64-1' if plain else '2**63-1 (bit 63 marks fd_backed files)'}")
+
+
+def open_result(r: Any, o: Any, what: str, s: Any = None) -> None:
+    """Set struct pyfuse_open ``o`` from what open/create returned (None, an int fh, FileInfo)
+    in session ``s``, whose ``_plain_fh`` handles may use all 64 bits (:func:`file_handle`)."""
     if r is None:
         return
     if type(r) is int:
-        o.fh = r
+        o.fh = r if 0 <= r < FH_LIMIT else file_handle(r, what, s is not None and s._plain_fh)
     elif isinstance(r, FileInfo):
-        if r.fd_backed and not (type(r.fh) is int and 0 <= r.fh < 1 << 31):
+        plain = s is not None and s._plain_fh
+        if r.fd_backed and (plain or not (type(r.fh) is int and 0 <= r.fh < 1 << 31)):
             raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
                             f"not {r.fh!r}")
-        o.fh = r.fh
+        o.fh = file_handle(r.fh, what, plain)
         o.direct_io = r.direct_io
         o.keep_cache = r.keep_cache
         o.nonseekable = r.nonseekable

@@ -88,6 +88,11 @@ class BaseSession:
     #: Whether a listing may repeat a name: pyfuse.compat's faces pass such listings to the
     #: kernel, as their originals do; pyfuse's own APIs refuse them (EIO, logged).
     _dup_names = False
+    #: Whether the filesystem's file handles may use all 64 bits: pyfuse.compat's faces, whose
+    #: originals allow them (and which have no fd_backed files); pyfuse's own APIs refuse
+    #: handles of 2**63 or more, since bit 63 marks an fd_backed file (convert.file_handle).
+    #: Read when the session is mounted.
+    _plain_fh = False
 
     def __init__(self, ops: Any, mountpoint: str, *, threads: bool = True,
                  debug: bool = False, ro: bool = False, allow_other: bool = False,
@@ -261,6 +266,8 @@ class BaseSession:
                                  f"{self._argv[-1]!r}: {why}")
             raise RuntimeError(f"mounting at {self.mountpoint}: creating the libfuse session "
                                f"failed: {why}")
+        if self._plain_fh:
+            lib.pyfuse_session_plain_fh(c)
         rc = lib.pyfuse_mount(c, os.fsencode(self.mountpoint))
         if rc != 0:
             lib.pyfuse_destroy(c)

@@ -41,6 +41,7 @@ class CompatSession(Session):
 
     _ioctl_in_place = True
     _dup_names = True  # fusepy hands libfuse a listing as it is
+    _plain_fh = True  # file handles of all 64 bits, as fusepy's (libfuse's uint64_t)
 
     def _fail(self, exc: BaseException, op: str, where: Any = None) -> int:
         if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:

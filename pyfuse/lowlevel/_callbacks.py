@@ -11,11 +11,12 @@ releasedir, forget, init, destroy and interrupts are written out.
 from __future__ import annotations
 
 import re
+import struct
 import time
 import types
 from typing import Any
 
-from .._core.convert import ATTR_STRUCT, ENC
+from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT
 from .._core.convert import UTF8 as _UTF8
 from .._core.convert import path as _name
 from .._core.dispatch import OUT_NAME as _NAME
@@ -39,7 +40,7 @@ def {name}(h, req, {params}):
     _s = _SESSIONS[h]
     try:
         _r = _s._op_{op}({call})
-        if _r.__class__ is _Coro:
+{fast}        if _r.__class__ is _Coro:
             return _s._defer(_r, req, _reply, _failf, {op!r}, {where_later}, ({extra_tuple}))
         _reply(_s, req, _r{extra})
     except _Refused as _e:
@@ -47,6 +48,48 @@ def {name}(h, req, {params}):
     except BaseException as _e:
         return _s._fail(_e, {op!r}, {where})
     return 0
+"""
+# The same, for an operation whose synchronous success says nothing (unlink, flush, release,
+# ...): whatever the handler returned but a coroutine, the callback returns PYFUSE_REPLY_NONE
+# and C replies success once it has returned (no call into C while the GIL is held).
+_NONE_BODY = """\
+def {name}(h, req, {params}):
+    _s = _SESSIONS[h]
+    try:
+        _r = _s._op_{op}({call})
+        if _r.__class__ is _Coro:
+            return _s._defer(_r, req, _reply, _failf, {op!r}, {where_later}, ())
+    except BaseException as _e:
+        return _s._fail(_e, {op!r}, {where})
+    return _REPLY_NONE
+"""
+# write's count goes back as PYFUSE_REPLY_COUNT + n, which C replies (anything but an int of
+# 0..size takes the general reply, which names the bad value).
+_WRITE_FAST = """\
+        if _r.__class__ is int and 0 <= _r <= size:
+            return _REPLY_COUNT + _r
+"""
+# open's file handle (None: 0) and open flags (a FileInfo's) go back in the thread's out
+# struct (its fh and open_bits), and C replies them (PYFUSE_REPLY_OPEN); a bad value raises
+# the BadReturn that names it (_replies.open_parts: a handle of 2**63 or more is a plain_fh
+# session's, else refused, convert.file_handle).
+_OPEN_BODY = """\
+def {name}(h, slot, {params}):
+    _s = _SESSIONS[h]
+    try:
+        _r = _s._op_{op}({call})
+        _o = _s._outs[slot]
+        if _o is None:
+            _o = _here(_s, slot)
+        if _r is None or _r.__class__ is int and 0 <= _r < _FH_LIMIT:
+            _put_open(_o, _FH, _r or 0, 0)
+            return _REPLY_OPEN
+        if _r.__class__ is _Coro:
+            return _s._defer(_r, _req(), _reply, _failf, {op!r}, {where_later}, ())
+        _put_open(_o, _FH, *_open_parts(_s, _r, {op!r}))
+        return _REPLY_OPEN
+    except BaseException as _e:
+        return _s._fail(_e, {op!r}, {where})
 """
 # The cheap crossing (csrc/pyfuse_cdef.h's struct pyfuse_out): the callbacks of the
 # operations that reply attributes or an entry take the thread's slot in the session instead of
@@ -94,6 +137,8 @@ _ENTRY_SIZE = R.ENTRY_STRUCT.size
 if ffi.offsetof("struct pyfuse_out", "attr_timeout") + 8 != _ENTRY_SIZE:
     raise ImportError("pyfuse: struct pyfuse_out does not begin as ENTRY_STRUCT")
 _req = lib.pyfuse_current_req
+_put_open = struct.Struct("=QQ").pack_into  # struct pyfuse_out's fh and open_bits
+_FH = ffi.offsetof("struct pyfuse_out", "fh")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
 
 
@@ -182,10 +227,17 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
         code, code_out = _CODES[reply]
         src = _OUT_BODY.format(name=name, params=params, op=op, call=call, where=where,
                                where_later=where_later, code=code, code_out=code_out)
+    elif op == "open":
+        src = _OPEN_BODY.format(name=name, params=params, op=op, call=call, where=where,
+                                where_later=where_later)
+    elif reply is R.reply_none:
+        src = _NONE_BODY.format(name=name, params=params, op=op, call=call, where=where,
+                                where_later=where_later)
     else:
         src = _BODY.format(name=name, params=params, op=op, call=call, where=where,
                            where_later=where_later, extra=f", {extra}" if extra else "",
-                           extra_tuple=f"{extra}," if extra else "")
+                           extra_tuple=f"{extra}," if extra else "",
+                           fast=_WRITE_FAST if op == "write" else "")
     fn = define(src, name, f"<pyfuse lowlevel callback {name}>",
                 {"_SESSIONS": SESSIONS, "_Coro": _Coro, "_reply": reply, "_failf": fail,
                  "_Refused": R.Refused, "_name": _name, "_buffer": _buffer,
@@ -194,7 +246,10 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_req": _req, "_ATTR_SIZE": _ATTR_SIZE, "_ENTRY_SIZE": _ENTRY_SIZE,
                  "_REPLY_ATTR": lib.PYFUSE_REPLY_ATTR, "_REPLY_ENTRY": lib.PYFUSE_REPLY_ENTRY,
                  "_REPLY_ENTRY_OUT": lib.PYFUSE_REPLY_ENTRY_OUT,
-                 "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT})
+                 "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT,
+                 "_REPLY_NONE": lib.PYFUSE_REPLY_NONE, "_REPLY_OPEN": lib.PYFUSE_REPLY_OPEN,
+                 "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
+                 "_FH_LIMIT": FH_LIMIT, "_open_parts": R.open_parts})
     extern(fn, name)
 
 

@@ -21,7 +21,9 @@ Errors: raise :class:`pyfuse.FuseError` (or any OSError) with the errno the call
 see; the policy is the path API's (:mod:`pyfuse.errors`). Results are the path API's value
 types: :class:`pyfuse.Attr`, :class:`pyfuse.FileInfo`, :class:`pyfuse.DirEntry`, ... In the
 signatures, ``MaybeAwaitable[X]`` is X, or (an ``async def`` method) the awaitable of it:
-every method may be ``async def``. ``AttrLike`` is an Attr or an ``os.stat_result``.
+every method may be ``async def``. ``AttrLike`` is an Attr or an ``os.stat_result``. A method
+typed ``-> None`` (``unlink``, ``rename``, ``flush``, ``release``, ``fsync``, ``setxattr``, ...)
+succeeds whatever it returns.
 """
 from __future__ import annotations
 
@@ -151,7 +153,9 @@ class Operations:
 
     # -- files -----------------------------------------------------------------------------
     def open(self, ino: int, flags: int) -> MaybeAwaitable[Union[int, FileInfo, None]]:
-        """Open ``ino``; returns a file handle (int), a FileInfo, or None (handle 0)."""
+        """Open ``ino``; returns a file handle (an int of 0..2**63-1: bit 63 is pyfuse's, for
+        ``fd_backed`` files), a FileInfo, or None (handle 0). A synchronous handler's int or
+        None is replied by C after the callback has returned."""
         raise _enosys()
 
     def create(self, parent: int, name: str, mode: int, flags: int

@@ -274,6 +274,7 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     session._dup_names = True  # llfuse hands the kernel a listing as it is
     session._packed = True  # to_entry's packed entries
     session._bytes_names = True  # names as the kernel's bytes, as the filesystem takes them
+    session._plain_fh = True  # file handles of all 64 bits, as the original's
     session.mount()
     # every handler inside llfuse's lock, taken by C (requests are served from main() on)
     lib.pyfuse_session_set_glock(session._c, lock._g)

@@ -103,6 +103,7 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
     session._dup_names = True  # pyfuse3 hands the kernel a listing as it is
     session._packed = True  # to_entry's packed entries
     session._bytes_names = True  # names as the kernel's bytes, as the filesystem takes them
+    session._plain_fh = True  # file handles of all 64 bits, as the original's
     session.mount()
     _session, _ops = session, ops
 
