@@ -4,7 +4,7 @@
  * returns 0 when the request has been answered or will be (an async handler), else a negative
  * errno that the trampoline replies, or a PYFUSE_REPLY_* code (pyfuse_cdef.h) that C replies:
  * PYFUSE_REPLY_NONE (success) from those whose success says nothing, PYFUSE_REPLY_COUNT + n
- * from write; those with a slot argument instead of req (the thread's struct pyfuse_out:
+ * from write (and read); those with a slot argument (the thread's struct pyfuse_out:
  * Session._outs[slot]) what they wrote there. */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);
@@ -28,7 +28,9 @@ int pyfuse_ll_cb_rename(uint64_t h, pyfuse_req req, uint64_t parent, const char 
 int pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
                       const char *newname);
 int pyfuse_ll_cb_open(uint64_t h, unsigned int slot, uint64_t ino, int flags);
-int pyfuse_ll_cb_read(uint64_t h, pyfuse_req req, uint64_t ino, size_t size, int64_t off, uint64_t fh);
+/* read: PYFUSE_REPLY_COUNT + n replies the first n bytes of out->name (an answer that fits) */
+int pyfuse_ll_cb_read(uint64_t h, pyfuse_req req, unsigned int slot, uint64_t ino, size_t size,
+                      int64_t off, uint64_t fh);
 int pyfuse_ll_cb_write(uint64_t h, pyfuse_req req, uint64_t ino, const char *buf, size_t size,
                        int64_t off, uint64_t fh);
 int pyfuse_ll_cb_flush(uint64_t h, pyfuse_req req, uint64_t ino, uint64_t fh);

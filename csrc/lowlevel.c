@@ -301,15 +301,22 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    if (pyfuse_fh_is_fd(pyfuse_ll_of(req), fi)) { /* FileInfo(fd_backed=True): from the fd */
-        pyfuse_ll_reply_fd(pyfuse_req_of(req), (int)FHR(fi), off, size);
+    struct pyfuse_session *s = pyfuse_ll_of(req);
+    int res;
+
+    if (pyfuse_fh_is_fd(s, fi)) { /* FileInfo(fd_backed=True): served from the fd */
+        pyfuse_ll_reply_fd(pyfuse_req_of(req), (int)pyfuse_fh(s, fi), off, size);
         return;
     }
-    if (!PYFUSE_HAS(pyfuse_ll_of(req), PYFUSE_LL_OP_READ)) {
+    if (!PYFUSE_HAS(s, PYFUSE_LL_OP_READ)) {
         fuse_reply_err(req, ENOSYS);
         return;
     }
-    done(req, CB(req, READ, pyfuse_ll_cb_read, ino, size, off, fi->fh));
+    res = CB(req, READ, pyfuse_ll_cb_read, pyfuse_out_slot(s), ino, size, off, FHR(fi));
+    if (res >= PYFUSE_REPLY_COUNT) /* an answer small enough for the out struct's name */
+        fuse_reply_buf(req, pyfuse_out_here()->name, (size_t)(res - PYFUSE_REPLY_COUNT));
+    else
+        done(req, res);
 }
 
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

@@ -20,6 +20,7 @@ from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT
 from .._core.convert import UTF8 as _UTF8
 from .._core.convert import path as _name
 from .._core.dispatch import OUT_NAME as _NAME
+from .._core.dispatch import OUT_NAME_SIZE as _NAME_SIZE
 from .._core.dispatch import SESSIONS, define, extern, log
 from .._core.dispatch import here as _here
 from .._core.poll import poll_handle
@@ -140,6 +141,7 @@ _req = lib.pyfuse_current_req
 _put_open = struct.Struct("=QQ").pack_into  # struct pyfuse_out's fh and open_bits
 _FH = ffi.offsetof("struct pyfuse_out", "fh")
 _REPLY_ENTRY, _REPLY_ENTRY_OUT = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ENTRY_OUT
+_REPLY_COUNT = lib.PYFUSE_REPLY_COUNT
 
 
 #: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)
@@ -162,7 +164,6 @@ _SPECS: list[tuple[str, str, str, Any, Any, str]] = [
     ("link", "ino, newparent, newname", "ino, newparent, _name(newname)", R.reply_entry,
      R.fail_err, ""),
     ("open", "ino, flags", "ino, flags", R.reply_open, R.fail_err, ""),
-    ("read", "ino, size, off, fh", "ino, size, off, fh", R.reply_read, R.fail_err, "size"),
     ("write", "ino, buf, size, off, fh", "ino, _s._wdata(buf, size), off, fh", R.reply_write,
      R.fail_err, "size"),
     ("flush", "ino, fh", "ino, fh", R.reply_none, R.fail_err, ""),
@@ -291,6 +292,30 @@ def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
         s._refused(e, "lookup", (parent, name))
     except BaseException as e:
         return s._fail(e, "lookup", (parent, name))
+    return 0
+
+
+@extern
+def pyfuse_ll_cb_read(h, req, slot, ino, size, off, fh):
+    # written out: bytes that fit in the out struct's name (4,096: a small file's whole read)
+    # are copied there and C replies them once this has returned (PYFUSE_REPLY_COUNT + n);
+    # larger answers are handed to libfuse as they are, by the general reply (no copy)
+    s = SESSIONS[h]
+    try:
+        r = s._op_read(ino, size, off, fh)
+        if r.__class__ is bytes:
+            n = len(r)
+            if n <= _NAME_SIZE and n <= size:
+                o = s._outs[slot]
+                if o is None:
+                    o = _here(s, slot)
+                o[_NAME:_NAME + n] = r
+                return _REPLY_COUNT + n
+        elif r.__class__ is _Coro:
+            return s._defer(r, req, R.reply_read, R.fail_err, "read", ino, (size,))
+        R.reply_read(s, req, r, size)
+    except BaseException as e:
+        return s._fail(e, "read", ino)
     return 0
 
 
