@@ -3,7 +3,8 @@ VM's wall clock): every implementation side by side, or two builds of pyfuse.
 
     python bench/callgrind.py --impls cref,pyfuse,pyfuse-ll,llfuse,pyfuse3 \
         [--workloads w5,w1,w3n,w3s,w6]
-    python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir]
+    python bench/callgrind.py [--workloads w5,w1,w3n,w3nplain,w3nll,w5ll,w1ll,chmod,mkdir,
+        write,writell]
         [--flags=--stats] CHECKOUT...
 
 With --impls, each workload runs against each implementation of the tree suite (bench/tree.py,
@@ -19,7 +20,8 @@ a real run (under callgrind the daemon is 50 times slower than the 1 s default).
 Each CHECKOUT is a pyfuse source tree with its compiled shim in place (a `git worktree` built
 with `pip wheel` and the .so copied into it, or this checkout). For each workload and checkout
 the daemon (bench/tree.py; bench/tree_ll.py, the inode API, for the *ll workloads; the memory
-example for chmod and mkdir) runs under `valgrind --tool=callgrind`.
+example for chmod, mkdir and write, a 16-byte pwrite, and memory_ll for writell) runs under
+`valgrind --tool=callgrind`.
 
 Either way, after a warm-up the counters are zeroed (`callgrind_control -z`), N operations run,
 the counters are dumped, and the total is divided by N. Slow: a minute or two a workload.
@@ -133,6 +135,15 @@ def _mkdirs(m: str) -> None:
         os.rmdir(d)
 
 
+def _writes(m: str, n: int = 1000) -> None:
+    fd = os.open(os.path.join(m, "f"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for _ in range(n):
+            os.pwrite(fd, b"0123456789abcdef", 0)
+    finally:
+        os.close(fd)
+
+
 def _memory_warm(m: str) -> None:
     open(os.path.join(m, "f"), "w").close()
     _chmods(m)
@@ -167,6 +178,8 @@ WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
     "w1ll": ([*TREE_LL, "--single", "--nocache"], _warm_lists, _lists, 200),
     "chmod": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _chmods, 1000),
     "mkdir": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _mkdirs, 500),
+    "write": (["-m", "pyfuse.examples.memory", "--single"], _memory_warm, _writes, 1000),
+    "writell": (["-m", "pyfuse.examples.memory_ll", "--single"], _memory_warm, _writes, 1000),
 }
 
 HERE = os.path.dirname(os.path.abspath(__file__))

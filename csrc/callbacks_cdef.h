@@ -20,12 +20,15 @@ int pyfuse_cb_chown(uint64_t h, const char *path, int64_t uid, int64_t gid, uint
 int pyfuse_cb_truncate(uint64_t h, const char *path, int64_t size, uint64_t fh, int has_fh);
 int pyfuse_cb_open(uint64_t h, const char *path, struct pyfuse_open *fi);
 int pyfuse_cb_create(uint64_t h, const char *path, uint32_t mode, struct pyfuse_open *fi);
-int pyfuse_cb_read(uint64_t h, const char *path, char *buf, size_t size, int64_t off, uint64_t fh,
-                   struct pyfuse_fdrange *fdr);
+/* read's path as getattr's; returns the bytes it copied into buf, PYFUSE_REPLY_FDRANGE (the
+ * data is in out->fdr's range of a file descriptor) or an errno */
+int pyfuse_cb_read(uint64_t h, unsigned int slot, int64_t pathlen, char *buf, size_t size,
+                   int64_t off, uint64_t fh);
 int pyfuse_cb_write_fd(uint64_t h, const char *path, size_t size, int64_t off, uint64_t fh,
                        struct pyfuse_fdrange *fdr);
-int pyfuse_cb_write(uint64_t h, const char *path, const char *buf, size_t size, int64_t off,
-                    uint64_t fh);
+/* write's path as getattr's */
+int pyfuse_cb_write(uint64_t h, unsigned int slot, int64_t pathlen, const char *buf, size_t size,
+                    int64_t off, uint64_t fh);
 int pyfuse_cb_statfs(uint64_t h, const char *path, struct pyfuse_statvfs *out);
 int pyfuse_cb_flush(uint64_t h, const char *path, uint64_t fh);
 int pyfuse_cb_release(uint64_t h, const char *path, uint64_t fh, int flags);

@@ -70,7 +70,6 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 {
     struct pyfuse_session *s = pyfuse_current();
     struct fuse_bufvec *bv = malloc(sizeof *bv);
-    struct pyfuse_fdrange fr = { -1, 0, 0 };
     void *mem;
     int res;
 
@@ -83,11 +82,15 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
         res = -ENOMEM;  /* libfuse frees mem and bv after the reply (fuse_free_buf) */
     } else {
         res = PYFUSE_HAS(s, PYFUSE_OP_READ)
-                  ? PYFUSE_CALL(s, READ, pyfuse_cb_read, path, mem, size, off, fi->fh, &fr)
+                  ? PYFUSE_CALL(s, READ, pyfuse_cb_read, pyfuse_out_slot(s),
+                                pyfuse_out_put_path(path), mem, size, off, fi->fh)
                   : -ENOSYS;
-        if (res >= 0 && fr.fd >= 0)
-            res = read_fd(bv, mem, fr.fd, fr.pos, (size_t)fr.size < size ? (size_t)fr.size : size);
-        else if (res >= 0) {
+        if (res == PYFUSE_REPLY_FDRANGE) { /* Python checked it: fd >= 0, pos >= 0, size */
+            const struct pyfuse_fdrange *fr = &pyfuse_out_here()->fdr;
+
+            res = read_fd(bv, mem, fr->fd, fr->pos,
+                          (size_t)fr->size < size ? (size_t)fr->size : size);
+        } else if (res >= 0) {
             bv->buf[0].mem = mem;
             bv->buf[0].size = (size_t)res;
             res = 0;
@@ -116,7 +119,8 @@ static int write_copied(struct pyfuse_session *s, const char *path, struct fuse_
         return -ENOMEM;
     n = fuse_buf_copy(&tmp, buf, 0);
     res = n < 0 ? (int)n
-                : PYFUSE_CALL(s, WRITE, pyfuse_cb_write, path, tmp.buf[0].mem, (size_t)n, off, fh);
+                : PYFUSE_CALL(s, WRITE, pyfuse_cb_write, pyfuse_out_slot(s),
+                              pyfuse_out_put_path(path), tmp.buf[0].mem, (size_t)n, off, fh);
     free(tmp.buf[0].mem);
     return res;
 }
@@ -153,7 +157,8 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
     if (!PYFUSE_HAS(s, PYFUSE_OP_WRITE))
         return -ENOSYS;
     if (buf->count - buf->idx == 1 && !(b->flags & FUSE_BUF_IS_FD))
-        return PYFUSE_CALL(s, WRITE, pyfuse_cb_write, path, (const char *)b->mem + buf->off, size,
-                           off, pyfuse_fh(s, fi));
+        return PYFUSE_CALL(s, WRITE, pyfuse_cb_write, pyfuse_out_slot(s),
+                           pyfuse_out_put_path(path), (const char *)b->mem + buf->off, size, off,
+                           pyfuse_fh(s, fi));
     return write_copied(s, path, buf, size, off, pyfuse_fh(s, fi));
 }

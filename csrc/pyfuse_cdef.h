@@ -290,6 +290,7 @@ struct pyfuse_out {
     uint64_t generation;
     double entry_timeout, attr_timeout;
     uint64_t fh, open_bits; /* PYFUSE_REPLY_OPEN's file handle and PYFUSE_OPEN_* bits */
+    struct pyfuse_fdrange fdr; /* the path API's read answered PYFUSE_REPLY_FDRANGE */
     char name[4096]; /* lookup's name or getattr's path (namelen, pathlen bytes, no NUL) */
 };
 /* The path API: a path of pathlen >= sizeof name bytes is not copied; this returns it (valid
@@ -305,6 +306,8 @@ enum {
     /* write: PYFUSE_REPLY_COUNT + n replies n bytes written (n <= the request's size, which
      * the kernel keeps below PYFUSE_WRITE_MAX: ll_write refuses a larger one) */
     PYFUSE_REPLY_COUNT = 64,
+    /* the path API's read: the answer is out.fdr (a count or an errno otherwise) */
+    PYFUSE_REPLY_FDRANGE = -1073741824,
     PYFUSE_WRITE_MAX = 1073741824 /* 1 GiB */
 };
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino

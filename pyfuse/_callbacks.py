@@ -9,6 +9,7 @@ readdir, the hot ones, are written out with the same body to spare a call. Excep
 """
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any, Optional
 
@@ -21,6 +22,7 @@ from ._core.convert import (
     dir_open,
     encode,
     fd_range,
+    fd_range_parts,
     open_result,
     pack_attr,
     pack_statvfs,
@@ -46,6 +48,12 @@ _NULL = ffi.NULL
 _UTF8 = UTF8
 _ATIME_OMIT, _ATIME_NOW = lib.PYFUSE_ATIME_OMIT, lib.PYFUSE_ATIME_NOW
 _MTIME_OMIT, _MTIME_NOW = lib.PYFUSE_MTIME_OMIT, lib.PYFUSE_MTIME_NOW
+_REPLY_FDRANGE = lib.PYFUSE_REPLY_FDRANGE
+#: struct pyfuse_out's fdr (struct pyfuse_fdrange: int fd, int64_t pos, int64_t size)
+_FDR = ffi.offsetof("struct pyfuse_out", "fdr")
+_put_fdr = struct.Struct("=i4xqq").pack_into
+if struct.calcsize("=i4xqq") != ffi.sizeof("struct pyfuse_fdrange"):
+    raise ImportError("pyfuse: struct pyfuse_fdrange is not laid out as =i4xqq")
 
 
 def _fh(fh: int, has_fh: int) -> Optional[int]:
@@ -85,29 +93,51 @@ def pyfuse_cb_getattr(h, slot, pathlen, fh, has_fh):
     return 0
 
 
-@extern
-def pyfuse_cb_read(h, path, buf, size, off, fh, fdr):
-    s = _SESSIONS[h]
+def _path_in(o: Any, pathlen: int) -> Optional[str]:
+    """The request's path, which C put in the thread's out struct ``o`` (``pathlen`` bytes;
+    -1: none; too long for it: asked of C), decoded as getattr decodes it (written out there
+    to spare this call)."""
+    if pathlen < 0:
+        return None  # an open file whose name is gone (Config.nullpath_ok)
+    path = o[_NAME:_NAME + pathlen] if pathlen < _NAME_SIZE else _string(_long_path())
     try:
-        data = s._op_read(_path(path), size, off, fh)
+        return path.decode() if _UTF8 else path.decode(ENC, "surrogateescape")
+    except UnicodeDecodeError:
+        return path.decode(ENC, "surrogateescape")
+
+
+@extern
+def pyfuse_cb_read(h, slot, pathlen, buf, size, off, fh):
+    # the path as getattr's; the data copied into C's buffer, or an FdRange written into the
+    # thread's out struct (its fdr) for C to read from
+    s = _SESSIONS[h]
+    o = s._outs[slot]
+    if o is None:
+        o = _here(s, slot)
+    path = _path_in(o, pathlen)
+    try:
+        data = s._op_read(path, size, off, fh)
         if type(data) is FdRange:
-            fd_range(data, fdr, "read")
-            return 0
+            _put_fdr(o, _FDR, *fd_range_parts(data, "read"))
+            return _REPLY_FDRANGE
         return copy_out(data, buf, size, "read")
     except BaseException as e:
-        return s._fail(e, "read", path)
+        return s._fail(e, "read", _NULL if path is None else path)
 
 
 @extern
-def pyfuse_cb_write(h, path, buf, size, off, fh):
+def pyfuse_cb_write(h, slot, pathlen, buf, size, off, fh):
+    # the path as getattr's; the data a read-only view of libfuse's buffer
     s = _SESSIONS[h]
+    o = s._outs[slot]
+    path = _path_in(_here(s, slot) if o is None else o, pathlen)
     try:
-        n = s._op_write(_path(path), memoryview(_buffer(buf, size)).toreadonly(), off, fh)
+        n = s._op_write(path, memoryview(_buffer(buf, size)).toreadonly(), off, fh)
         if type(n) is not int or not 0 <= n <= size:
             raise BadReturn(f"write must return the number of bytes written (0..{size}), "
                             f"not {n!r}")
     except BaseException as e:
-        return s._fail(e, "write", path)
+        return s._fail(e, "write", _NULL if path is None else path)
     return n
 
 
@@ -302,7 +332,7 @@ def _flock(s: Any, path: Any, fh: int, op: int) -> None:
 def _ioctl(s: Any, path: Any, cmd: int, arg: int, fh: int, flags: int, data: Any, in_size: int,
            out_size: int) -> int:
     if s._ioctl_in_place:
-        return s._op_ioctl(_path(path), cmd, arg, fh, flags, data, out_size)  # type: ignore
+        return s._op_ioctl(_path(path), cmd, arg, fh, flags, data, out_size)
     inp = _buffer(data, in_size)[:] if in_size else None
     r = s._op_ioctl(_path(path), cmd, arg, fh, flags, inp, out_size)
     if r is None:

@@ -51,9 +51,10 @@ def test_struct_layouts_match_packing():
                                                  mtime_ns=-5)), 96)
     assert (a.mode, a.ino, a.size, a.mtime_ns) == (0o100644, 7, 0xFFFF, -5)
     # struct pyfuse_out, as lowlevel/_callbacks.py writes it (attr, then "=Qdd"; open's "=QQ")
+    # and the path API's read its fdr ("=i4xqq")
     assert [ffi.offsetof("struct pyfuse_out", f) for f in
-            ("attr", "generation", "entry_timeout", "attr_timeout", "fh", "open_bits",
-             "name")] == [0, 96, 104, 112, 120, 128, 136]
+            ("attr", "generation", "entry_timeout", "attr_timeout", "fh", "open_bits", "fdr",
+             "name")] == [0, 96, 104, 112, 120, 128, 136, 160]
     for i, name in enumerate(pyfuse.StatVFS._fields):
         assert ffi.offsetof("struct pyfuse_statvfs", name[2:]) == 8 * i, name
 

@@ -480,6 +480,13 @@ class GetattrPaths(pyfuse.Operations):
     def unlink(self, path):
         self.made.discard(path)
 
+    def open(self, path, flags):
+        return 5
+
+    def read(self, path, size, offset, fh):  # a file's content is its path (its size)
+        data = b"gone:%d" % fh if path is None else os.fsencode(path)
+        return data[offset:offset + size]
+
 
 @pytest.mark.timeout(60)
 def test_getattr_paths_of_every_length(mount_ops, mnt):
@@ -517,5 +524,53 @@ def test_getattr_paths_of_every_length(mount_ops, mnt):
         # kernel sends no handle, and libfuse answers ESTALE for the nameless node)
         assert os.lseek(f, 0, os.SEEK_END) == 77  # the size getattr gave: the handle
         assert ops.seen == [(None, 77)]
+    finally:
+        os.close(f)
+
+
+@pytest.mark.timeout(60)
+def test_read_paths_of_every_length(mount_ops, mnt):
+    """read's path crosses as getattr's: whole and decoded at every length, non-UTF-8 bytes
+    included."""
+    ops = GetattrPaths()
+    mount_ops(ops, config=pyfuse.Config(attr_timeout=0, entry_timeout=0, direct_io=True))
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    depth, at = 0, 0
+    try:
+        for total in (4000, 4095, 4096, 4097, 9000):
+            while total - at > 250:
+                sub = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd, at, depth = sub, at + 201, depth + 1
+            name = "f" + "x" * (total - at - 2)
+            want = "/" + "/".join(["d" * 200] * depth + [name])
+            f = os.open(name, os.O_RDONLY, dir_fd=fd)
+            try:
+                assert os.read(f, 16384) == want.encode()
+            finally:
+                os.close(f)
+        raw = b"f\xff\xfe"
+        f = os.open(raw, os.O_RDONLY, dir_fd=fd)
+        try:
+            assert os.read(f, 16384).endswith(b"/" + raw)
+        finally:
+            os.close(f)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.timeout(60)
+def test_read_without_paths(mount_ops, mnt):
+    """Config(nullpath_ok=True): read gets None for the path (libfuse computes none for a
+    request with a handle), and its handle, also once the name is gone."""
+    ops = GetattrPaths()
+    mount_ops(ops, config=pyfuse.Config(nullpath_ok=True, hard_remove=True, attr_timeout=0,
+                                        entry_timeout=0, direct_io=True))
+    made = os.path.join(mnt, "made", "f1")
+    f = os.open(made, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        assert os.pread(f, 100, 0) == b"gone:77"
+        os.unlink(made)
+        assert os.pread(f, 100, 0) == b"gone:77"
     finally:
         os.close(f)

@@ -22,7 +22,8 @@ from ..types import Attr, AttrLike, Config, FileInfo
 
 __all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr",
            "pack_statvfs", "config_to_c", "path", "encode", "byte_buffer", "copy_out",
-           "open_result", "dir_open", "fd_range", "sized_reply", "FH_LIMIT", "file_handle"]
+           "open_result", "dir_open", "fd_range", "fd_range_parts", "sized_reply", "FH_LIMIT",
+           "file_handle"]
 
 # struct pyfuse_attr: mode ino nlink uid gid (u64) size blocks (i64) rdev (u64) blksize atime mtime
 # ctime (i64).
@@ -192,14 +193,19 @@ def dir_open(r: Any, d: Any) -> int:
                     f"{type(r).__name__}")
 
 
+def fd_range_parts(r: Any, what: str) -> tuple[int, int, int]:
+    """A :class:`~pyfuse.FdRange`'s (fd, pos, size) as C takes them (size -1: to the end,
+    1 << 62); BadReturn naming it if it is not one C can use."""
+    fd, pos, size = r
+    if type(fd) is not int or not 0 <= fd < 1 << 31 or type(pos) is not int or \
+            not 0 <= pos < 1 << 63 or type(size) is not int or size >= 1 << 63:
+        raise BadReturn(f"{what}: invalid {r!r}")
+    return fd, pos, size if size >= 0 else 1 << 62
+
+
 def fd_range(r: Any, fdr: Any, what: str) -> None:
     """Set struct pyfuse_fdrange ``fdr`` from a :class:`~pyfuse.FdRange`."""
-    fd, pos, size = r
-    if type(fd) is not int or fd < 0 or type(pos) is not int or pos < 0 or type(size) is not int:
-        raise BadReturn(f"{what}: invalid {r!r}")
-    fdr.fd = fd
-    fdr.pos = pos
-    fdr.size = size if size >= 0 else 1 << 62
+    fdr.fd, fdr.pos, fdr.size = fd_range_parts(r, what)
 
 
 def sized_reply(data: bytes, buf: Any, size: int) -> int:

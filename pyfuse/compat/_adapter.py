@@ -19,8 +19,6 @@ import logging
 import os
 from typing import Any, Callable, Optional
 
-from .._core.convert import path
-from .._pyfuse_c import ffi
 from ..errors import BadListing
 from ..operations import Operations as _PyfuseOperations
 from ..session import Session
@@ -47,8 +45,8 @@ class CompatSession(Session):
         if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
             return -exc.errno
         if isinstance(exc, Exception) and not isinstance(exc, BadListing):
-            if where is not None:
-                op = f"{op} {path(where)!r}" if where != ffi.NULL else f"{op} (unlinked)"
+            if where is not None:  # a C path, or one already a str (getattr's, read's)
+                op = self._where(op, where)
             log.error("Uncaught exception from FUSE operation %s, returning errno.EINVAL.", op,
                       exc_info=exc)
             return -errno.EINVAL

@@ -22,6 +22,8 @@ class Special(fuse.Operations):
         self.opens = 0  # a count, not len(opened): the kernel sends release after close returns
 
     def getattr(self, path, fh=None):
+        if path == "/statbug":
+            raise ValueError("a bug in the filesystem's getattr")
         if path in ("/", "/tuples", "/offsets"):
             return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
         if path in ("/whoami", "/raw", "/direct", "/exit", "/bug") or \
