@@ -354,11 +354,13 @@ def test_read_answered_with_fd_range(mount_ops: Any, mnt: str, tmp_path: Any) ->
         def answer(size: int, offset: int) -> FdRange:
             return FdRange(fd, offset + 3, 5) if limited["on"] else FdRange(fd, offset + 3)
 
-        mount_ops(OneFile(data, answer))
+        s = mount_ops(OneFile(data, answer), stats=True)
         assert _reread(os.path.join(mnt, "f")) == data  # short at the end of the backing file
         limited["on"] = True
         with open(os.path.join(mnt, "f"), "rb", buffering=0) as f:
             assert f.read(100) == data[:5]  # size caps the reply
+        read = s.stats()["read"]
+        assert read["count"] > 0 and read["errors"] == 0, read  # an FdRange is no error
     finally:
         os.close(fd)
 
