@@ -21,7 +21,7 @@ int pyfuse_cb_truncate(uint64_t h, const char *path, int64_t size, uint64_t fh, 
 int pyfuse_cb_open(uint64_t h, const char *path, struct pyfuse_open *fi);
 int pyfuse_cb_create(uint64_t h, const char *path, uint32_t mode, struct pyfuse_open *fi);
 /* read's path as getattr's; returns the bytes it copied into buf, PYFUSE_REPLY_FDRANGE (the
- * data is in out->fdr's range of a file descriptor) or an errno */
+ * data is in out->fdr's range of a file descriptor) or an errno; size <= PYFUSE_DATA_MAX */
 int pyfuse_cb_read(uint64_t h, unsigned int slot, int64_t pathlen, char *buf, size_t size,
                    int64_t off, uint64_t fh);
 int pyfuse_cb_write_fd(uint64_t h, const char *path, size_t size, int64_t off, uint64_t fh,

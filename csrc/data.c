@@ -69,10 +69,13 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
                        struct fuse_file_info *fi)
 {
     struct pyfuse_session *s = pyfuse_current();
-    struct fuse_bufvec *bv = malloc(sizeof *bv);
+    struct fuse_bufvec *bv;
     void *mem;
     int res;
 
+    if (size > PYFUSE_DATA_MAX) /* the kernel's are at most max_read (MiBs): never here */
+        return -EINVAL;
+    bv = malloc(sizeof *bv);
     if (bv == NULL)
         return -ENOMEM;
     *bv = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
@@ -83,7 +86,7 @@ int pyfuse_op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
     } else {
         res = PYFUSE_HAS(s, PYFUSE_OP_READ)
                   ? PYFUSE_CALL(s, READ, pyfuse_cb_read, pyfuse_out_slot(s),
-                                pyfuse_out_put_path(path), mem, size, off, fi->fh)
+                                pyfuse_out_put_path(path), mem, size, off, pyfuse_fh(s, fi))
                   : -ENOSYS;
         if (res == PYFUSE_REPLY_FDRANGE) { /* Python checked it: fd >= 0, pos >= 0, size */
             const struct pyfuse_fdrange *fr = &pyfuse_out_here()->fdr;
@@ -147,7 +150,8 @@ int pyfuse_op_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
         return write_fd(buf, size, (int)pyfuse_fh(s, fi), off);
     if (PYFUSE_HAS(s, PYFUSE_OP_WRITE_FD)) {
         struct pyfuse_fdrange fr = { -1, 0, 0 };
-        int res = PYFUSE_CALL(s, WRITE_FD, pyfuse_cb_write_fd, path, size, off, fi->fh, &fr);
+        int res = PYFUSE_CALL(s, WRITE_FD, pyfuse_cb_write_fd, path, size, off,
+                              pyfuse_fh(s, fi), &fr);
 
         if (res < 0)
             return res;

@@ -335,11 +335,11 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_reply_err(req, ENOSYS);
         return;
     }
-    if (size > PYFUSE_WRITE_MAX) { /* the kernel's are at most max_write (MiBs): never here */
+    if (size > PYFUSE_DATA_MAX) { /* the kernel's are at most max_write (MiBs): never here */
         fuse_reply_err(req, EINVAL);
         return;
     }
-    done(req, CB(req, WRITE, pyfuse_ll_cb_write, ino, buf, size, off, fi->fh));
+    done(req, CB(req, WRITE, pyfuse_ll_cb_write, ino, buf, size, off, FHR(fi)));
 }
 
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -304,11 +304,14 @@ enum {
     PYFUSE_REPLY_NONE = 5,      /* success, nothing to say (unlink, flush, release, ...) */
     PYFUSE_REPLY_OPEN = 6,      /* an open file: out.fh, with out.open_bits */
     /* write: PYFUSE_REPLY_COUNT + n replies n bytes written (n <= the request's size, which
-     * the kernel keeps below PYFUSE_WRITE_MAX: ll_write refuses a larger one) */
+     * the kernel keeps below PYFUSE_DATA_MAX: ll_write refuses a larger one) */
     PYFUSE_REPLY_COUNT = 64,
-    /* the path API's read: the answer is out.fdr (a count or an errno otherwise) */
-    PYFUSE_REPLY_FDRANGE = -1073741824,
-    PYFUSE_WRITE_MAX = 1073741824 /* 1 GiB */
+    /* Reads and writes of more than this (1 GiB; the kernel's are MiBs at most) are refused,
+     * so that a count, and a count plus PYFUSE_REPLY_COUNT, fit an int below ... */
+    PYFUSE_DATA_MAX = 1073741824,
+    /* ... the path API read's answer "the data is out.fdr's range": not a count, not an
+     * errno (a negative result is an errno everywhere, statistics included) */
+    PYFUSE_REPLY_FDRANGE = 2147483647
 };
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
  * 0), -EBADMSG (no valid file type) or -ERANGE (nlink, uid or gid beyond 32 bits): refused,

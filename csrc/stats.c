@@ -69,7 +69,7 @@ void pyfuse_stats_end(struct pyfuse_session *s, int op, int64_t start, int64_t r
 {
     struct pyfuse_opstats *o = &s->stats->op[op];
 
-    if (result < 0 && result != PYFUSE_REPLY_FDRANGE) { /* (the path API read's answer) */
+    if (result < 0) {
         __atomic_fetch_add(&o->errors, 1, __ATOMIC_RELAXED);
         if (result == -ENOENT || result == -ENODATA)
             __atomic_fetch_add(&o->expected, 1, __ATOMIC_RELAXED);

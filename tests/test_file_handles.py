@@ -23,12 +23,27 @@ pytestmark = pytest.mark.timeout(60)
 BIG = [1 << 63, (1 << 64) - 1, -1]
 
 
-class PathFile(pyfuse.Operations):
-    """/f, whose open returns ``fh``; reads echo the handle, writes are kept."""
+class _Handles:
+    """What both test filesystems share: open returns ``fh``; reads echo the handle they are
+    given, writes are kept with it (the first argument is the path or the inode)."""
 
     def __init__(self) -> None:
         self.fh: Any = 0
         self.written: list[tuple[int, bytes]] = []
+
+    def open(self, where: Any, flags: int) -> Any:
+        return self.fh
+
+    def read(self, where: Any, size: int, offset: int, fh: int) -> bytes:
+        return b"fh=%d" % fh
+
+    def write(self, where: Any, data: memoryview, offset: int, fh: int) -> int:
+        self.written.append((fh, bytes(data)))
+        return len(data)
+
+
+class PathFile(_Handles, pyfuse.Operations):
+    """/f, through the path API."""
 
     def getattr(self, path: str, fh: Optional[int]) -> Attr:
         if path == "/":
@@ -37,23 +52,9 @@ class PathFile(pyfuse.Operations):
             return Attr(mode=stat.S_IFREG | 0o644, nlink=1, size=64)
         raise FuseError(errno.ENOENT)
 
-    def open(self, path: str, flags: int) -> Any:
-        return self.fh
 
-    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-        return b"fh=%d" % fh
-
-    def write(self, path: str, data: memoryview, offset: int, fh: int) -> int:
-        self.written.append((fh, bytes(data)))
-        return len(data)
-
-
-class InodeFile(ll.Operations):
+class InodeFile(_Handles, ll.Operations):
     """The same through the inode API: inode 2 is /f."""
-
-    def __init__(self) -> None:
-        self.fh: Any = 0
-        self.written: list[tuple[int, bytes]] = []
 
     def lookup(self, parent: int, name: str) -> Attr:
         if parent == 1 and name == "f":
@@ -64,16 +65,6 @@ class InodeFile(ll.Operations):
         if ino == 1:
             return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
         return Attr(mode=stat.S_IFREG | 0o644, ino=2, nlink=1, size=64)
-
-    def open(self, ino: int, flags: int) -> Any:
-        return self.fh
-
-    def read(self, ino: int, size: int, offset: int, fh: int) -> bytes:
-        return b"fh=%d" % fh
-
-    def write(self, ino: int, data: memoryview, offset: int, fh: int) -> int:
-        self.written.append((fh, bytes(data)))
-        return len(data)
 
 
 def _ops(api: str) -> Any:

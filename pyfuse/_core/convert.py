@@ -21,7 +21,7 @@ from ..errors import BadReturn
 from ..types import Attr, AttrLike, Config, FileInfo
 
 __all__ = ["ATTR_STRUCT", "STATVFS_STRUCT", "NO_ATTR", "ENC", "UTF8", "pack_attr",
-           "pack_statvfs", "config_to_c", "path", "encode", "byte_buffer", "copy_out",
+           "pack_statvfs", "config_to_c", "path", "encode", "byte_buffer", "copy_out", "opened",
            "open_result", "dir_open", "fd_range", "fd_range_parts", "sized_reply", "FH_LIMIT",
            "file_handle"]
 
@@ -154,26 +154,50 @@ def file_handle(fh: Any, what: str, plain: bool = False) -> int:
                     f"0..{'2**64-1' if plain else '2**63-1 (bit 63 marks fd_backed files)'}")
 
 
+_DIRECT_IO, _KEEP_CACHE = lib.PYFUSE_OPEN_DIRECT_IO, lib.PYFUSE_OPEN_KEEP_CACHE
+_NONSEEKABLE, _FD_BACKED = lib.PYFUSE_OPEN_NONSEEKABLE, lib.PYFUSE_OPEN_FD_BACKED
+
+
+def opened(r: Any, what: str, s: Any = None) -> tuple[int, int]:
+    """(fh, PYFUSE_OPEN_* bits) of what open/create returned (None, an int fh, a FileInfo),
+    checked for C in session ``s`` (None: pyfuse's own), whose ``_plain_fh`` handles may use
+    all 64 bits (:func:`file_handle`); BadReturn naming a bad value. Both APIs' replies of an
+    open file take their handle and flags from it."""
+    if r is None:
+        return 0, 0
+    if type(r) is int:
+        if 0 <= r < FH_LIMIT:
+            return r, 0
+        return file_handle(r, what, s is not None and s._plain_fh), 0
+    if isinstance(r, FileInfo):
+        fh = r.fh
+        if r.fd_backed and (s is not None and s._plain_fh
+                            or not (type(fh) is int and 0 <= fh < 1 << 31)):
+            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
+                            f"not {fh!r}")
+        if not (type(fh) is int and 0 <= fh < FH_LIMIT):
+            fh = file_handle(fh, what, s is not None and s._plain_fh)
+        return fh, ((_DIRECT_IO if r.direct_io else 0) | (_KEEP_CACHE if r.keep_cache else 0)
+                    | (_NONSEEKABLE if r.nonseekable else 0)
+                    | (_FD_BACKED if r.fd_backed else 0))
+    raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, "
+                    f"not {type(r).__name__}")
+
+
 def open_result(r: Any, o: Any, what: str, s: Any = None) -> None:
-    """Set struct pyfuse_open ``o`` from what open/create returned (None, an int fh, FileInfo)
-    in session ``s``, whose ``_plain_fh`` handles may use all 64 bits (:func:`file_handle`)."""
+    """Set struct pyfuse_open ``o`` (its flags zeroed by C) from what open/create returned in
+    session ``s`` (:func:`opened`)."""
     if r is None:
         return
-    if type(r) is int:
-        o.fh = r if 0 <= r < FH_LIMIT else file_handle(r, what, s is not None and s._plain_fh)
-    elif isinstance(r, FileInfo):
-        plain = s is not None and s._plain_fh
-        if r.fd_backed and (plain or not (type(r.fh) is int and 0 <= r.fh < 1 << 31)):
-            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
-                            f"not {r.fh!r}")
-        o.fh = file_handle(r.fh, what, plain)
-        o.direct_io = r.direct_io
-        o.keep_cache = r.keep_cache
-        o.nonseekable = r.nonseekable
-        o.fd_backed = r.fd_backed
-    else:
-        raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, "
-                        f"not {type(r).__name__}")
+    if type(r) is int and 0 <= r < FH_LIMIT:  # the common answer, without opened's call
+        o.fh = r
+        return
+    o.fh, bits = opened(r, what, s)
+    if bits:
+        o.direct_io = bits & _DIRECT_IO != 0
+        o.keep_cache = bits & _KEEP_CACHE != 0
+        o.nonseekable = bits & _NONSEEKABLE != 0
+        o.fd_backed = bits & _FD_BACKED != 0
 
 
 def dir_open(r: Any, d: Any) -> int:

@@ -16,7 +16,7 @@ import time
 import types
 from typing import Any
 
-from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT
+from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT, opened
 from .._core.convert import UTF8 as _UTF8
 from .._core.convert import path as _name
 from .._core.dispatch import OUT_NAME as _NAME
@@ -72,8 +72,8 @@ _WRITE_FAST = """\
 """
 # open's file handle (None: 0) and open flags (a FileInfo's) go back in the thread's out
 # struct (its fh and open_bits), and C replies them (PYFUSE_REPLY_OPEN); a bad value raises
-# the BadReturn that names it (_replies.open_parts: a handle of 2**63 or more is a plain_fh
-# session's, else refused, convert.file_handle).
+# the BadReturn that names it (convert.opened: a handle of 2**63 or more is a plain_fh
+# session's, else refused).
 _OPEN_BODY = """\
 def {name}(h, slot, {params}):
     _s = _SESSIONS[h]
@@ -87,7 +87,7 @@ def {name}(h, slot, {params}):
             return _REPLY_OPEN
         if _r.__class__ is _Coro:
             return _s._defer(_r, _req(), _reply, _failf, {op!r}, {where_later}, ())
-        _put_open(_o, _FH, *_open_parts(_s, _r, {op!r}))
+        _put_open(_o, _FH, *_opened(_r, {op!r}, _s))
         return _REPLY_OPEN
     except BaseException as _e:
         return _s._fail(_e, {op!r}, {where})
@@ -250,7 +250,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT,
                  "_REPLY_NONE": lib.PYFUSE_REPLY_NONE, "_REPLY_OPEN": lib.PYFUSE_REPLY_OPEN,
                  "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
-                 "_FH_LIMIT": FH_LIMIT, "_open_parts": R.open_parts})
+                 "_FH_LIMIT": FH_LIMIT, "_opened": opened})
     extern(fn, name)
 
 

@@ -13,17 +13,16 @@ from typing import Any
 
 from .._core.convert import (
     ATTR_STRUCT,
-    FH_LIMIT,
     byte_buffer,
     dir_open,
     encode,
-    file_handle,
+    opened,
     pack_attr,
     pack_statvfs,
 )
 from .._pyfuse_c import ffi, lib
 from ..errors import BadReturn, FuseError
-from ..types import FdRange, FileInfo, Lock
+from ..types import FdRange, Lock
 from .operations import Entry
 
 _EINVAL, _EBADMSG = -errno.EINVAL, -errno.EBADMSG
@@ -33,8 +32,6 @@ _c_attr = lib.pyfuse_ll_reply_attr
 _c_buf = lib.pyfuse_ll_reply_buf
 _c_err = lib.pyfuse_ll_reply_err
 _from_buffer = ffi.from_buffer
-_DIRECT_IO, _KEEP_CACHE = lib.PYFUSE_OPEN_DIRECT_IO, lib.PYFUSE_OPEN_KEEP_CACHE
-_NONSEEKABLE, _FD_BACKED = lib.PYFUSE_OPEN_NONSEEKABLE, lib.PYFUSE_OPEN_FD_BACKED
 
 
 class Refused(Exception):
@@ -143,38 +140,17 @@ def reply_readlink(s: Any, req: Any, r: Any) -> None:
     lib.pyfuse_ll_reply_readlink(req, target)
 
 
-def open_parts(s: Any, r: Any, what: str) -> tuple[int, int]:
-    """(fh, open bits) of what open/create returned (None, an int, a FileInfo) in session
-    ``s`` (whose ``_plain_fh`` handles may use all 64 bits: convert.file_handle)."""
-    if r is None:
-        return 0, 0
-    if type(r) is int:
-        return file_handle(r, what, s._plain_fh), 0
-    if isinstance(r, FileInfo):
-        fh = r.fh
-        if r.fd_backed and (s._plain_fh or not (type(fh) is int and 0 <= fh < 1 << 31)):
-            raise BadReturn(f"{what}: an fd_backed FileInfo needs a file descriptor as fh, "
-                            f"not {fh!r}")
-        if not (type(fh) is int and 0 <= fh < FH_LIMIT):
-            fh = file_handle(fh, what, s._plain_fh)
-        return fh, (
-            (_DIRECT_IO if r.direct_io else 0) | (_KEEP_CACHE if r.keep_cache else 0)
-            | (_NONSEEKABLE if r.nonseekable else 0) | (_FD_BACKED if r.fd_backed else 0))
-    raise BadReturn(f"{what} must return an int file handle, a FileInfo or None, not "
-                    f"{type(r).__name__}")
-
-
 def reply_open(s: Any, req: Any, r: Any) -> None:
-    lib.pyfuse_ll_reply_open(req, *open_parts(s, r, "open"))
+    lib.pyfuse_ll_reply_open(req, *opened(r, "open", s))
 
 
 def reply_create(s: Any, req: Any, r: Any) -> None:
     try:
-        entry, opened = r
+        entry, handle = r
     except (TypeError, ValueError):
         raise BadReturn(f"create must return (entry, fh), not {r!r:.80}") from None
     packed, gen, et, at = entry_parts(s, entry)
-    fh, bits = open_parts(s, opened, "create")
+    fh, bits = opened(handle, "create", s)
     rc = lib.pyfuse_ll_reply_create(req, packed, gen, et, at, fh, bits)
     if rc in _REFUSED:
         refused(rc, packed, "the entry create returned")

@@ -4,8 +4,9 @@ Usage: p3fs.py [--asyncio] MOUNTPOINT. PYFUSE3_MODULE names the module (default 
 P3FS_TIMEOUT the entry and attribute timeouts (seconds, default 0). The root's xattrs
 user.p3fs.lookups and user.p3fs.creator (not listed) are the number of lookup calls so far
 and the pid, uid and gid of the last create's ctx, as read after that request's reply.
-P3FS_MAX_TASKS: main(max_tasks=N); P3FS_SLOW=1: each read waits 0.3 s, and user.p3fs.most is
-the most reads that were in progress at once. A name that is not ``bytes`` fails its
+Open files' handles have bit 63 set (FH_BIT). P3FS_MAX_TASKS: main(max_tasks=N);
+P3FS_SLOW=1: each read waits 0.3 s, and user.p3fs.most is the most reads that were in
+progress at once. A name that is not ``bytes`` fails its
 request, as it never is on pyfuse3."""
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ import sys
 import time
 
 pyfuse3 = importlib.import_module(os.environ.get("PYFUSE3_MODULE", "pyfuse3"))
+
+
+#: Open files' handles are their inode with bit 63 set (pyfuse3's fh is a uint64_t): a
+#: binding that took that bit for its own would serve inode 3's reads from descriptor 3.
+FH_BIT = 1 << 63
+
+
+def _ino_of(fh):
+    """The inode of an open file's handle (which must have come back with its bit 63)."""
+    if not fh & FH_BIT:
+        raise ValueError(f"file handle {fh:#x} came back without bit 63")
+    return fh & ~FH_BIT
 
 
 def _bytes(*names):
@@ -127,13 +140,13 @@ class P3Memory(pyfuse3.Operations):
         _bytes(name)
         self.last_ctx = ctx  # read later, after the reply (user.p3fs.creator)
         n = self._add(parent_inode, name, mode)
-        return pyfuse3.FileInfo(fh=n.ino), self._looked_up(n)
+        return pyfuse3.FileInfo(fh=n.ino | FH_BIT), self._looked_up(n)
 
     async def open(self, inode, flags, ctx):
         n = self._node(inode)
         if flags & os.O_TRUNC:
             n.data = b""
-        return pyfuse3.FileInfo(fh=inode)
+        return pyfuse3.FileInfo(fh=inode | FH_BIT)
 
     async def read(self, fh, off, size):
         if self.slow:
@@ -143,10 +156,10 @@ class P3Memory(pyfuse3.Operations):
                 await SLEEP(0.3)
             finally:
                 self.reading -= 1
-        return self.nodes[fh].data[off:off + size]
+        return self.nodes[_ino_of(fh)].data[off:off + size]
 
     async def write(self, fh, off, buf):
-        n = self.nodes[fh]
+        n = self.nodes[_ino_of(fh)]
         n.data = n.data[:off].ljust(off, b"\0") + buf + n.data[off + len(buf):]
         n.mtime = n.ctime = time.time_ns()
         return len(buf)
