@@ -252,17 +252,18 @@ stress: deps $(VENV)/.installed
 	PYFUSE_STRESS_OPS=1000000 PYFUSE_STRESS_SECONDS=60 $(VPY) -m pytest tests/stress -s \
 	  $(PYTEST_ARGS)
 
-# memcheck over the core paths of the shim (tests/valgrind/core.py: the filesystem daemon runs
-# under valgrind, the client outside); any error whose stack passes through the shim fails it
+# memcheck over the core paths of the shim (tests/valgrind/core.py: each of its daemons, the path
+# API's and the inode API's, runs under valgrind with its own log, the client outside); any
+# error whose stack passes through the shim fails it
 # (slow: a few minutes; not part of `make test`).
 test-valgrind: deps $(VENV)/.installed
 	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; } || \
 	  { echo "needs valgrind: apt-get install valgrind"; exit 1; }
-	mkdir -p build
+	mkdir -p build && rm -f build/valgrind.*.log
 	PYTHONMALLOC=malloc $(VPY) tests/valgrind/core.py valgrind --tool=memcheck \
-	  --error-limit=no --num-callers=40 --log-file=$(CURDIR)/build/valgrind.log
-	$(VPY) tests/valgrind/check_log.py build/valgrind.log
+	  --error-limit=no --num-callers=40 --log-file=$(CURDIR)/build/valgrind.%p.log
+	$(VPY) tests/valgrind/check_log.py build/valgrind.*.log
 
 # The pyperf comparison with the peers (long: not part of `make test`). Peers are installed
 # one by one; one that fails is reported in docs/benchmarks.md, never faked.
