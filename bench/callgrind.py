@@ -187,11 +187,15 @@ ROOT = os.path.dirname(HERE)
 sys.path.append(ROOT)
 from bench.suites import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's daemons)
 
-#: --impls: the tree suite's implementations, and the inode API's floor (lookup and getattr
-#: cut down to a constant reply: W5 and W1 only)
+#: --impls: the tree suite's implementations, the inode API's floor (lookup and getattr cut
+#: down to a constant reply: W5 and W1 only) and the prototype of bench/proto_ll.py (W5 only)
 IMPLS: dict[str, list[str]] = {
     **TREE_IMPLS,
     "pyfuse-ll-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--ll"],
+    # the cheapest cffi design of the inode API's lookup and getattr, outside pyfuse, with the
+    # tree's own handlers (W5 only)
+    "proto-ll": [sys.executable, os.path.join(HERE, "proto_ll.py")],
+    "proto-ll-addr": [sys.executable, os.path.join(HERE, "proto_ll.py"), "--by-address"],
 }
 #: --impls: (daemon flags, warm-up, work, operations it counts)
 IMPL_WORKLOADS: dict[str, tuple[list[str], Op, Op, int]] = {
