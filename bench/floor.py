@@ -84,7 +84,7 @@ def _raw_path(b, pathlen: int) -> bytes:  # noqa: ANN001
 
 def install_cffi() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
-    def getattr_cffi(h, slot, pathlen, fh, has_fh):
+    def getattr_cffi(h, slot, pathlen, fh=None):
         b = _out(slot)
         b[:SIZE] = FILE if b"/f" in b[OUT_NAME:OUT_NAME + pathlen] else DIR
         return 0
@@ -98,10 +98,10 @@ def install_cffi() -> None:
 
 def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
-    def getattr_fs(h, slot, pathlen, fh, has_fh):
+    def getattr_fs(h, slot, pathlen, fh=None):
         b = _out(slot)
         try:
-            a = SESSIONS[h]._op_getattr(_raw_path(b, pathlen).decode(), fh if has_fh else None)
+            a = SESSIONS[h]._op_getattr(_raw_path(b, pathlen).decode(), fh)
         except OSError as e:  # the tree's ENOENT
             return -e.errno
         b[:SIZE] = PACKED[a.mode]
@@ -142,7 +142,7 @@ def install_ll() -> None:
         return entry
 
     @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
-    def getattr_floor(h, slot, ino, fh, has_fh):
+    def getattr_floor(h, slot, ino, fh=None):
         buf(slot)[:size] = by_ino[ino]
         return attr
 

@@ -120,7 +120,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
 
     def run_getattr(n: int) -> None:
         for _ in range(n):
-            getattr_(h, 0, ino, 0, 0)
+            getattr_(h, 0, ino)
 
     def run_fs_lookup(n: int) -> None:
         f = tree.lookup
@@ -156,7 +156,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
     def run_llfuse_getattr(n: int) -> None:
         hh, _, f = llfuse_face()
         for _ in range(n):
-            getattr_(hh, 0, f, 0, 0)
+            getattr_(hh, 0, f)
 
     return {"loop": run_loop, "lookup": four(lookup), "getattr": run_getattr,
             "fs_lookup": run_fs_lookup, "fs_getattr": run_fs_getattr, "call": four(call),

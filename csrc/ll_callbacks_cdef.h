@@ -11,7 +11,10 @@ void pyfuse_ll_cb_destroy(uint64_t h);
 /* lookup's name is in out->name (namelen bytes, at most 255) */
 int pyfuse_ll_cb_lookup(uint64_t h, unsigned int slot, uint64_t parent, size_t namelen);
 int pyfuse_ll_cb_forget(uint64_t h, pyfuse_req req, const struct pyfuse_forget *forgets, size_t count);
-int pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh, int has_fh);
+/* getattr without a file handle (stat), and with one (fstat: fgetattr, the same Python
+ * function): the common request crosses with three integers, not five */
+int pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino);
+int pyfuse_ll_cb_fgetattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh);
 int pyfuse_ll_cb_setattr(uint64_t h, unsigned int slot, uint64_t ino,
                          const struct pyfuse_attr *attr, int to_set, uint64_t fh, int has_fh);
 int pyfuse_ll_cb_readlink(uint64_t h, pyfuse_req req, uint64_t ino);

@@ -194,7 +194,11 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    answer(req, CB_OUT(req, GETATTR, pyfuse_ll_cb_getattr, ino, FHA(fi)), "getattr", ino, NULL);
+    /* a stat crosses with three integers, an fstat with its handle too (fgetattr) */
+    int res = fi != NULL ? CB_OUT(req, GETATTR, pyfuse_ll_cb_fgetattr, ino, FHR(fi))
+                         : CB_OUT(req, GETATTR, pyfuse_ll_cb_getattr, ino);
+
+    answer(req, res, "getattr", ino, NULL);
 }
 
 void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)

@@ -133,12 +133,17 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
     struct pyfuse_session *s = pyfuse_current();
     const struct pyfuse_out *o = pyfuse_out_here();
+    unsigned int slot;
+    int64_t pathlen;
     int res, bad;
 
     if (name_too_long(path))
         return -ENAMETOOLONG;
-    res = PYFUSE_CALL(s, GETATTR, pyfuse_cb_getattr, pyfuse_out_slot(s),
-                      pyfuse_out_put_path(path), FH(fi));
+    slot = pyfuse_out_slot(s);
+    pathlen = pyfuse_out_put_path(path);
+    /* a stat crosses with three integers, an fstat with its handle too (fgetattr) */
+    res = fi != NULL ? PYFUSE_CALL(s, GETATTR, pyfuse_cb_fgetattr, slot, pathlen, FHV(fi))
+                     : PYFUSE_CALL(s, GETATTR, pyfuse_cb_getattr, slot, pathlen);
     if (res == 0 && (bad = pyfuse_check_attr(&o->attr, 0)) != 0) {
         char msg[512];
         int n = snprintf(msg, sizeof msg, "getattr of %.300s: ", path ? path : "(unlinked file)");

@@ -65,9 +65,10 @@ def _fh(fh: int, has_fh: int) -> Optional[int]:
 
 
 @extern
-def pyfuse_cb_getattr(h, slot, pathlen, fh, has_fh):
+def pyfuse_cb_getattr(h, slot, pathlen, fh=None):
     # the cheap crossing (dispatch.outs): the path is read from the thread's out struct (one
-    # bytes object, no cdata) and the attributes written back there, which C converts
+    # bytes object, no cdata) and the attributes written back there, which C converts; fh:
+    # given when C calls this function as pyfuse_cb_fgetattr (an fstat), below
     s = _SESSIONS[h]
     o = s._outs[slot]
     if o is None:
@@ -81,7 +82,7 @@ def pyfuse_cb_getattr(h, slot, pathlen, fh, has_fh):
         except UnicodeDecodeError:
             path = path.decode(ENC, "surrogateescape")
     try:
-        a = s._op_getattr(path, fh if has_fh else None)
+        a = s._op_getattr(path, fh)
         if a.__class__ is not Attr:  # an Attr is its C struct: copied as it is
             try:
                 a = pack_attr(a)
@@ -91,6 +92,9 @@ def pyfuse_cb_getattr(h, slot, pathlen, fh, has_fh):
         return s._fail(e, "getattr", _NULL if path is None else path)
     o[:_ATTR_SIZE] = a
     return 0
+
+
+extern(pyfuse_cb_getattr, "pyfuse_cb_fgetattr")  # an fstat: the same, with the handle
 
 
 def _path_in(o: Any, pathlen: int) -> Optional[str]:

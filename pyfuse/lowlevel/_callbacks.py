@@ -147,8 +147,8 @@ _REPLY_COUNT = lib.PYFUSE_REPLY_COUNT
 #: (operation, C parameters after req, the method's arguments, reply, fail, extra reply args)
 _NAMED = "(parent, name)", "(parent, _name(name))"
 _SPECS: list[tuple[str, str, str, Any, Any, str]] = [
-    ("getattr", "ino, fh, has_fh", "ino, fh if has_fh else None", R.reply_attr, R.fail_err,
-     ""),
+    # fh: given by fgetattr (an fstat), the same function (_ALSO)
+    ("getattr", "ino, fh=None", "ino, fh", R.reply_attr, R.fail_err, ""),
     ("setattr", "ino, attr, to_set, fh, has_fh",
      "ino, *_setattr_args(attr, to_set), fh if has_fh else None", R.reply_attr, R.fail_err, ""),
     ("readlink", "ino", "ino", R.reply_readlink, R.fail_err, ""),
@@ -252,8 +252,13 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
                  "_FH_LIMIT": FH_LIMIT, "_opened": opened})
     extern(fn, name)
+    if op in _ALSO:
+        extern(fn, _ALSO[op])
 
 
+#: Entry points served by another's function: C calls fgetattr, with the open file's handle,
+#: for an fstat, and getattr, without it, for a stat (two integers fewer for cffi to convert).
+_ALSO = {"getattr": "pyfuse_ll_cb_fgetattr"}
 for _spec in _SPECS:
     _compile(*_spec)
 
