@@ -67,7 +67,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
     tree, s = Tree(), Session()
     s._op_lookup, s._op_getattr = tree.lookup, tree.getattr  # as BaseSession binds them
     s._bytes_names = False  # as Session.__init__ sets it
-    s._outs = dispatch.outs()
+    s._outs, s._keep = dispatch.outs(), dispatch.keeps()
     h = dispatch.register(s)
     out_struct = lib.pyfuse_out_here()  # this thread's, as in a request
     name = b"f00003"
@@ -144,7 +144,7 @@ def _setup() -> dict[str, Callable[[int], None]]:
         ad, c = adapt(lltree, llfuse.lock), Session()
         c._op_lookup, c._op_getattr = ad.lookup, ad.getattr
         c._packed = c._bytes_names = True
-        c._outs = dispatch.outs()
+        c._outs, c._keep = dispatch.outs(), dispatch.keeps()
         parent = lltree.lookup(1, b"small").st_ino
         return dispatch.register(c), parent, lltree.lookup(parent, b"f00003").st_ino
 

@@ -5,10 +5,11 @@ int pyfuse_cb_init(uint64_t h);
 void pyfuse_cb_destroy(uint64_t h);
 /* getattr answers in the thread's struct pyfuse_out (the cheap crossing, pyfuse_cdef.h): its
  * path is in the struct's name (pathlen bytes; -1: none; too long: pyfuse_out_path()), and
- * on 0 the attributes are the struct's attr. fgetattr: the same with the open file's handle
+ * on 0 the attributes are the struct's attr (at PYFUSE_REPLY_AT or more: the address of
+ * the Attr answered, pyfuse_cdef.h). fgetattr: the same with the open file's handle
  * (one Python function serves both; the common getattr crosses with three integers). */
-int pyfuse_cb_getattr(uint64_t h, unsigned int slot, int64_t pathlen);
-int pyfuse_cb_fgetattr(uint64_t h, unsigned int slot, int64_t pathlen, uint64_t fh);
+int64_t pyfuse_cb_getattr(uint64_t h, unsigned int slot, int64_t pathlen);
+int64_t pyfuse_cb_fgetattr(uint64_t h, unsigned int slot, int64_t pathlen, uint64_t fh);
 int pyfuse_cb_readlink(uint64_t h, const char *path, char *buf, size_t size);
 int pyfuse_cb_mknod(uint64_t h, const char *path, uint32_t mode, uint64_t rdev);
 int pyfuse_cb_mkdir(uint64_t h, const char *path, uint32_t mode);

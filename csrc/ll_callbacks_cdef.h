@@ -5,30 +5,31 @@
  * errno that the trampoline replies, or a PYFUSE_REPLY_* code (pyfuse_cdef.h) that C replies:
  * PYFUSE_REPLY_NONE (success) from those whose success says nothing, PYFUSE_REPLY_COUNT + n
  * from write (and read); those with a slot argument (the thread's struct pyfuse_out:
- * Session._outs[slot]) what they wrote there. */
+ * Session._outs[slot]) what they wrote there, and those that answer attributes or an entry
+ * (int64_t) the address of a plain Attr (PYFUSE_REPLY_AT). */
 int pyfuse_ll_cb_init(uint64_t h);
 void pyfuse_ll_cb_destroy(uint64_t h);
 /* lookup's name is in out->name (namelen bytes, at most 255) */
-int pyfuse_ll_cb_lookup(uint64_t h, unsigned int slot, uint64_t parent, size_t namelen);
+int64_t pyfuse_ll_cb_lookup(uint64_t h, unsigned int slot, uint64_t parent, size_t namelen);
 int pyfuse_ll_cb_forget(uint64_t h, pyfuse_req req, const struct pyfuse_forget *forgets, size_t count);
 /* getattr without a file handle (stat), and with one (fstat: fgetattr, the same Python
  * function): the common request crosses with three integers, not five */
-int pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino);
-int pyfuse_ll_cb_fgetattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh);
-int pyfuse_ll_cb_setattr(uint64_t h, unsigned int slot, uint64_t ino,
+int64_t pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino);
+int64_t pyfuse_ll_cb_fgetattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh);
+int64_t pyfuse_ll_cb_setattr(uint64_t h, unsigned int slot, uint64_t ino,
                          const struct pyfuse_attr *attr, int to_set, uint64_t fh, int has_fh);
 int pyfuse_ll_cb_readlink(uint64_t h, pyfuse_req req, uint64_t ino);
-int pyfuse_ll_cb_mknod(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
+int64_t pyfuse_ll_cb_mknod(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
                        uint32_t mode, uint64_t rdev);
-int pyfuse_ll_cb_mkdir(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
+int64_t pyfuse_ll_cb_mkdir(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
                        uint32_t mode);
 int pyfuse_ll_cb_unlink(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
 int pyfuse_ll_cb_rmdir(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
-int pyfuse_ll_cb_symlink(uint64_t h, unsigned int slot, const char *target, uint64_t parent,
+int64_t pyfuse_ll_cb_symlink(uint64_t h, unsigned int slot, const char *target, uint64_t parent,
                          const char *name);
 int pyfuse_ll_cb_rename(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
                         uint64_t newparent, const char *newname, unsigned int flags);
-int pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
+int64_t pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
                       const char *newname);
 int pyfuse_ll_cb_open(uint64_t h, unsigned int slot, uint64_t ino, int flags);
 /* read: PYFUSE_REPLY_COUNT + n replies the first n bytes of out->name (an answer that fits) */

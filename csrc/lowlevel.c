@@ -28,10 +28,11 @@ __thread fuse_req_t pyfuse_ll_current;
 /* The same for operation OP (PYFUSE_LL_OP_<OP>). */
 #define CB(req, OP, fn, ...) CB_OP(req, PYFUSE_LL_OP_##OP, fn, __VA_ARGS__)
 /* The same for an operation that may answer in the thread's out struct: fn(handle, slot, ...),
- * the thread's slot in the session instead of the request (see pyfuse_cdef.h). */
+ * the thread's slot in the session instead of the request (see pyfuse_cdef.h); fn's result
+ * as it is (int64_t for those that may return an address, PYFUSE_REPLY_AT). */
 #define CB_OUT(req, OP, fn, ...)                                                           \
     __extension__({                                                                        \
-        int r_;                                                                            \
+        __typeof__(fn(0, 0, __VA_ARGS__)) r_;                                              \
         struct pyfuse_session *o_ = pyfuse_ll_of(req);                                     \
         pyfuse_ll_current = (req);                                                         \
         r_ = PYFUSE_CALL_OP(o_, PYFUSE_LL_OP_##OP, fn, pyfuse_out_slot(o_), __VA_ARGS__);  \
@@ -55,25 +56,30 @@ static inline void done(fuse_req_t req, int res)
         fuse_reply_write(req, (size_t)(res - PYFUSE_REPLY_COUNT));
 }
 
-/* What a callback with an out argument returned: an errno, 0 (it replied, or will), or a
+/* What a callback with an out argument returned: an errno, 0 (it replied, or will), a
  * PYFUSE_REPLY_* code: the reply of the thread's out struct, attributes (REPLY_ATTR,
- * _ATTR_OUT) or an entry (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's.
- * Refused attributes (pyfuse_check_attr) get EIO and a logged error that names the request:
- * op of inode ino, or op 'name' in inode ino. */
-static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const char *name)
+ * _ATTR_OUT) or an entry (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's, or
+ * the address of an Attr (PYFUSE_REPLY_AT) replied with the session's timeouts; entry: the
+ * operation answers an entry (lookup, mknod, ...), else attributes. Refused attributes
+ * (pyfuse_check_attr) get EIO and a logged error that names the request: op of inode ino, or
+ * op 'name' in inode ino. */
+static void answer(fuse_req_t req, int64_t res, int entry, const char *op, uint64_t ino,
+                   const char *name)
 {
     const struct pyfuse_out *o = pyfuse_out_here();
     const struct pyfuse_config *cfg;
-    int attr_only = res == PYFUSE_REPLY_ATTR || res == PYFUSE_REPLY_ATTR_OUT;
+    const struct pyfuse_attr *a = res >= PYFUSE_REPLY_AT ? (const struct pyfuse_attr *)(uintptr_t)res
+                                                         : &o->attr;
+    int attr_only = !entry;
     int own = res == PYFUSE_REPLY_ATTR_OUT || res == PYFUSE_REPLY_ENTRY_OUT;
     int bad;
 
     if (res <= 0) { /* (0: req may be gone already) */
-        done(req, res);
+        done(req, (int)res);
         return;
     }
     cfg = &pyfuse_ll_of(req)->cfg;
-    bad = pyfuse_check_attr(&o->attr, !attr_only);
+    bad = pyfuse_check_attr(a, !attr_only);
     if (bad != 0) {
         char msg[320];
         int n = name != NULL ? snprintf(msg, sizeof msg, "%s '%.100s' in inode %llu: ", op, name,
@@ -82,18 +88,18 @@ static void answer(fuse_req_t req, int res, const char *op, uint64_t ino, const 
                                         (unsigned long long)ino);
 
         fuse_reply_err(req, EIO);
-        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &o->attr, bad,
+        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, a, bad,
                        attr_only ? "the attributes returned" : "the entry returned");
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
     } else if (attr_only) {
         struct stat st;
 
-        pyfuse_attr_to_stat(&o->attr, &st);
+        pyfuse_attr_to_stat(a, &st);
         fuse_reply_attr(req, &st, own ? o->attr_timeout : cfg->attr_timeout);
     } else {
         struct fuse_entry_param e;
 
-        pyfuse_ll_entry_param(&e, &o->attr, own ? o->generation : 0,
+        pyfuse_ll_entry_param(&e, a, own ? o->generation : 0,
                               own ? o->entry_timeout : cfg->entry_timeout,
                               own ? o->attr_timeout : cfg->attr_timeout);
         pyfuse_ll_send_entry(pyfuse_ll_of(req), req, &e);
@@ -138,7 +144,7 @@ static void ll_destroy(void *userdata)
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     size_t len = strlen(name);
-    int res;
+    int64_t res;
 
     if (len > 255) { /* as too_long(), without a second strlen */
         fuse_reply_err(req, ENAMETOOLONG);
@@ -147,9 +153,9 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     memcpy(pyfuse_out_here()->name, name, len);
     res = CB_OUT(req, LOOKUP, pyfuse_ll_cb_lookup, parent, len);
     if (res < 0)
-        pyfuse_ll_fail_lookup(pyfuse_req_of(req), -res);
+        pyfuse_ll_fail_lookup(pyfuse_req_of(req), (int)-res);
     else
-        answer(req, res, "lookup", parent, name);
+        answer(req, res, 1, "lookup", parent, name);
 }
 
 /* The kernel dropped lookups: pyfuse's counts first, then the filesystem's forget (one call
@@ -195,10 +201,10 @@ static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     /* a stat crosses with three integers, an fstat with its handle too (fgetattr) */
-    int res = fi != NULL ? CB_OUT(req, GETATTR, pyfuse_ll_cb_fgetattr, ino, FHR(fi))
-                         : CB_OUT(req, GETATTR, pyfuse_ll_cb_getattr, ino);
+    int64_t res = fi != NULL ? CB_OUT(req, GETATTR, pyfuse_ll_cb_fgetattr, ino, FHR(fi))
+                             : CB_OUT(req, GETATTR, pyfuse_ll_cb_getattr, ino);
 
-    answer(req, res, "getattr", ino, NULL);
+    answer(req, res, 0, "getattr", ino, NULL);
 }
 
 void pyfuse_stat_to_attr(const struct stat *st, struct pyfuse_attr *a)
@@ -223,8 +229,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     struct pyfuse_attr a;
 
     pyfuse_stat_to_attr(attr, &a);
-    answer(req, CB_OUT(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)), "setattr",
-           ino, NULL);
+    answer(req, CB_OUT(req, SETATTR, pyfuse_ll_cb_setattr, ino, &a, to_set, FHA(fi)), 0,
+           "setattr", ino, NULL);
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -236,15 +242,15 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                      dev_t rdev)
 {
     if (!too_long(req, name))
-        answer(req, CB_OUT(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev), "mknod",
-               parent, name);
+        answer(req, CB_OUT(req, MKNOD, pyfuse_ll_cb_mknod, parent, name, mode, rdev), 1,
+               "mknod", parent, name);
 }
 
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     if (!too_long(req, name))
-        answer(req, CB_OUT(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode), "mkdir", parent,
-               name);
+        answer(req, CB_OUT(req, MKDIR, pyfuse_ll_cb_mkdir, parent, name, mode), 1, "mkdir",
+               parent, name);
 }
 
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -260,8 +266,8 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
     if (!too_long(req, name))
-        answer(req, CB_OUT(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name), "symlink",
-               parent, name);
+        answer(req, CB_OUT(req, SYMLINK, pyfuse_ll_cb_symlink, target, parent, name), 1,
+               "symlink", parent, name);
 }
 
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -274,8 +280,8 @@ static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
     if (!too_long(req, newname))
-        answer(req, CB_OUT(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname), "link",
-               newparent, newname);
+        answer(req, CB_OUT(req, LINK, pyfuse_ll_cb_link, ino, newparent, newname), 1,
+               "link", newparent, newname);
 }
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -133,9 +133,10 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
     struct pyfuse_session *s = pyfuse_current();
     const struct pyfuse_out *o = pyfuse_out_here();
+    const struct pyfuse_attr *a;
     unsigned int slot;
-    int64_t pathlen;
-    int res, bad;
+    int64_t pathlen, res;
+    int bad;
 
     if (name_too_long(path))
         return -ENAMETOOLONG;
@@ -144,18 +145,20 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
     /* a stat crosses with three integers, an fstat with its handle too (fgetattr) */
     res = fi != NULL ? PYFUSE_CALL(s, GETATTR, pyfuse_cb_fgetattr, slot, pathlen, FHV(fi))
                      : PYFUSE_CALL(s, GETATTR, pyfuse_cb_getattr, slot, pathlen);
-    if (res == 0 && (bad = pyfuse_check_attr(&o->attr, 0)) != 0) {
+    if (res < 0)
+        return (int)res;
+    /* the Attr at the address returned (held by the session), or the struct's copy */
+    a = res >= PYFUSE_REPLY_AT ? (const struct pyfuse_attr *)(uintptr_t)res : &o->attr;
+    if ((bad = pyfuse_check_attr(a, 0)) != 0) {
         char msg[512];
         int n = snprintf(msg, sizeof msg, "getattr of %.300s: ", path ? path : "(unlinked file)");
 
-        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, &o->attr, bad, "the attributes returned");
+        pyfuse_refusal(msg + n, sizeof msg - (size_t)n, a, bad, "the attributes returned");
         pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg); /* 3: LOG_ERR */
         return -EIO;
     }
-
-    if (res == 0)
-        pyfuse_attr_to_stat(&o->attr, st);
-    return res;
+    pyfuse_attr_to_stat(a, st);
+    return 0;
 }
 
 static int op_readlink(const char *path, char *buf, size_t size)

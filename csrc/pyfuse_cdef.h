@@ -311,7 +311,13 @@ enum {
     PYFUSE_DATA_MAX = 1073741824,
     /* ... the path API read's answer "the data is out.fdr's range": not a count, not an
      * errno (a negative result is an errno everywhere, statistics included) */
-    PYFUSE_REPLY_FDRANGE = 2147483647
+    PYFUSE_REPLY_FDRANGE = 2147483647,
+    /* An answering callback (lookup, getattr, setattr, mknod, mkdir, symlink, link; the path
+     * API's getattr) returning this or more returns the address of the struct pyfuse_attr it
+     * answers with (a plain Attr's own memory: nothing copied), as REPLY_ATTR or REPLY_ENTRY
+     * would the struct's. The session holds that object until the thread's next request
+     * (Session._keep[slot]), so it is alive while C converts it. */
+    PYFUSE_REPLY_AT = 4096
 };
 /* An entry (attr: a packed struct pyfuse_attr): counts one lookup of its inode. -EINVAL (ino
  * 0), -EBADMSG (no valid file type) or -ERANGE (nlink, uid or gid beyond 32 bits): refused,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import time
+from ctypes import addressof as _addressof
 from typing import Any, Optional
 
 from ._core.convert import (
@@ -31,6 +32,7 @@ from ._core.convert import (
 from ._core.convert import path as _path
 from ._core.dispatch import OUT_NAME as _NAME
 from ._core.dispatch import OUT_NAME_SIZE as _NAME_SIZE
+from ._core.dispatch import OUT_SLOTS as _SLOTS
 from ._core.dispatch import SESSIONS as _SESSIONS
 from ._core.dispatch import callback, extern
 from ._core.dispatch import here as _here
@@ -83,7 +85,11 @@ def pyfuse_cb_getattr(h, slot, pathlen, fh=None):
             path = path.decode(ENC, "surrogateescape")
     try:
         a = s._op_getattr(path, fh)
-        if a.__class__ is not Attr:  # an Attr is its C struct: copied as it is
+        if a.__class__ is Attr:  # an Attr is its C struct: C reads it at its address
+            if slot < _SLOTS:  # (PYFUSE_REPLY_AT), the session holds it until the next request
+                s._keep[slot] = a
+                return _addressof(a)
+        else:
             try:
                 a = pack_attr(a)
             except Exception as e:

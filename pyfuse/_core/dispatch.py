@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 from .._pyfuse_c import ffi, lib
 
 __all__ = ["callback", "define", "extern", "onerror", "void_onerror", "log", "EXTERNS",
-           "SESSIONS", "register", "unregister", "outs", "here", "OUT_SLOTS", "OUT_SIZE",
+           "SESSIONS", "register", "unregister", "outs", "keeps", "here", "OUT_SLOTS", "OUT_SIZE",
            "OUT_NAME", "OUT_NAME_SIZE"]
 
 log = logging.getLogger("pyfuse")
@@ -57,6 +57,14 @@ _buffer = ffi.buffer
 def outs() -> list[Any]:
     """A new session's out structs by slot, none made yet (slot OUT_SLOTS: none to keep)."""
     return [None] * (OUT_SLOTS + 1)
+
+
+def keeps() -> list[Any]:
+    """A new session's answers given to C by address, by slot (PYFUSE_REPLY_AT): the last
+    ``Attr`` each thread answered with, held until the thread's next request, so that it is
+    alive while C converts it once the callback has returned. Slot OUT_SLOTS (every slot
+    taken, shared by threads) has none: those threads' answers are copied."""
+    return [None] * OUT_SLOTS
 
 
 def here(s: Any, slot: int) -> Any:

@@ -33,7 +33,7 @@ from ..mounts import (
     unmount,
 )
 from ..types import Config
-from .dispatch import capture_log, outs, register, unregister
+from .dispatch import capture_log, keeps, outs, register, unregister
 from .signals import loop_with_signals
 from .stats import Stats, add_handler_time
 
@@ -121,6 +121,8 @@ class BaseSession:
         self._handles: list[int] = []  # those numbers (the session's, its statistics' view)
         #: each serving thread's out struct, by its slot (the cheap crossing: dispatch.outs)
         self._outs = outs()
+        #: the Attr each serving thread last answered by address (dispatch.keeps)
+        self._keep = keeps()
         self._c: Any = ffi.NULL
         self._stopping = False
         # notifications: the C session is used under this lock, and freed under it

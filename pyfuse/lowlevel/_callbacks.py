@@ -14,6 +14,7 @@ import re
 import struct
 import time
 import types
+from ctypes import addressof
 from typing import Any
 
 from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT, opened
@@ -21,7 +22,7 @@ from .._core.convert import UTF8 as _UTF8
 from .._core.convert import path as _name
 from .._core.dispatch import OUT_NAME as _NAME
 from .._core.dispatch import OUT_NAME_SIZE as _NAME_SIZE
-from .._core.dispatch import SESSIONS, define, extern, log
+from .._core.dispatch import OUT_SLOTS, SESSIONS, define, extern, log
 from .._core.dispatch import here as _here
 from .._core.poll import poll_handle
 from .._core.readdir import PENDING
@@ -30,6 +31,7 @@ from ..types import Attr, Lock
 from . import _replies as R
 
 _buffer = ffi.buffer
+_addressof = addressof
 _Coro = types.CoroutineType
 _reply_dir = lib.pyfuse_ll_reply_dir
 _fail_dir = lib.pyfuse_ll_fail_dir
@@ -97,7 +99,9 @@ def {name}(h, slot, {params}):
 # the request (cheaper to pass: a small integer), and a synchronous handler's common results go
 # back to C in the thread's out struct (the session's _outs[slot]): the callback returns the
 # PYFUSE_REPLY_* code that tells C what to reply once it has returned, with no call into C
-# while the GIL is held. A plain Attr is its own C struct (copied as it is); a packed entry
+# while the GIL is held. A plain Attr is its own C struct: C reads it at the address returned
+# (PYFUSE_REPLY_AT; the session holds it in _keep[slot] until the thread's next request),
+# nothing copied (copied as it is by the threads beyond the session's slots); a packed entry
 # (_replies.ENTRY_STRUCT: pyfuse.compat's, packed and checked) is the struct's first fields,
 # with its generation and timeouts. C checks the attributes (inode 0, file type, 32-bit
 # fields) and logs a refusal. Anything else, and an async handler's coroutine, takes the
@@ -109,6 +113,9 @@ def {name}(h, slot, {params}):
     try:
         _r = _s._op_{op}({call})
         if _r.__class__ is _Attr:
+            if slot < _SLOTS:
+                _s._keep[slot] = _r
+                return _addressof(_r)
             _o = _s._outs[slot]
             if _o is None:
                 _o = _here(_s, slot)
@@ -250,7 +257,8 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_REPLY_ATTR_OUT": lib.PYFUSE_REPLY_ATTR_OUT,
                  "_REPLY_NONE": lib.PYFUSE_REPLY_NONE, "_REPLY_OPEN": lib.PYFUSE_REPLY_OPEN,
                  "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
-                 "_FH_LIMIT": FH_LIMIT, "_opened": opened})
+                 "_FH_LIMIT": FH_LIMIT, "_opened": opened, "_SLOTS": OUT_SLOTS,
+                 "_addressof": addressof})
     extern(fn, name)
     if op in _ALSO:
         extern(fn, _ALSO[op])
@@ -284,6 +292,9 @@ def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
     try:
         r = s._op_lookup(parent, name)
         if r.__class__ is Attr:
+            if slot < OUT_SLOTS:  # its address (PYFUSE_REPLY_AT), held until the next request
+                s._keep[slot] = r
+                return _addressof(r)
             o[:_ATTR_SIZE] = r
             return _REPLY_ENTRY
         if r.__class__ is bytes and s._packed:
