@@ -100,7 +100,7 @@ PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
 CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py test_async.py \
               test_memory.py test_docs.py test_compat.py test_lowlevel.py test_serve.py \
               test_async_readdir.py test_caching.py test_shutdown.py test_compat_runner.py \
-              test_compat_caps.py
+              test_compat_caps.py test_ll_answers.py test_attr_answers.py test_file_handles.py
 test-pythons: deps
 	@set -e; for v in $(PYTHONS); do \
 	  py=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
@@ -216,7 +216,8 @@ wheel: deps $(VENV)/.installed
 # wheel; then the core real-mount tests run from a copy of tests/ outside the checkout.
 WHEEL_TESTS := test_hello.py test_session.py test_readdir.py test_errors.py test_memory.py \
                test_lowlevel.py test_async.py test_serve.py test_shutdown.py test_runtime.py \
-               test_compat.py test_compat_runner.py test_caching.py
+               test_compat.py test_compat_runner.py test_caching.py test_ll_answers.py \
+               test_attr_answers.py test_file_handles.py
 test-wheel: wheel
 	@set -e; nobuild=$(CURDIR)/build/wheel/path; rm -rf $$nobuild; mkdir -p $$nobuild; \
 	for f in /usr/local/bin/* /usr/bin/* /bin/* /usr/sbin/* /sbin/*; do n=$${f##*/}; \
