@@ -17,20 +17,20 @@ int pyfuse_ll_cb_forget(uint64_t h, pyfuse_req req, const struct pyfuse_forget *
 int64_t pyfuse_ll_cb_getattr(uint64_t h, unsigned int slot, uint64_t ino);
 int64_t pyfuse_ll_cb_fgetattr(uint64_t h, unsigned int slot, uint64_t ino, uint64_t fh);
 int64_t pyfuse_ll_cb_setattr(uint64_t h, unsigned int slot, uint64_t ino,
-                         const struct pyfuse_attr *attr, int to_set, uint64_t fh, int has_fh);
+                             const struct pyfuse_attr *attr, int to_set, uint64_t fh, int has_fh);
 int pyfuse_ll_cb_readlink(uint64_t h, pyfuse_req req, uint64_t ino);
 int64_t pyfuse_ll_cb_mknod(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
-                       uint32_t mode, uint64_t rdev);
+                           uint32_t mode, uint64_t rdev);
 int64_t pyfuse_ll_cb_mkdir(uint64_t h, unsigned int slot, uint64_t parent, const char *name,
-                       uint32_t mode);
+                           uint32_t mode);
 int pyfuse_ll_cb_unlink(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
 int pyfuse_ll_cb_rmdir(uint64_t h, pyfuse_req req, uint64_t parent, const char *name);
 int64_t pyfuse_ll_cb_symlink(uint64_t h, unsigned int slot, const char *target, uint64_t parent,
-                         const char *name);
+                             const char *name);
 int pyfuse_ll_cb_rename(uint64_t h, pyfuse_req req, uint64_t parent, const char *name,
                         uint64_t newparent, const char *newname, unsigned int flags);
 int64_t pyfuse_ll_cb_link(uint64_t h, unsigned int slot, uint64_t ino, uint64_t newparent,
-                      const char *newname);
+                          const char *newname);
 int pyfuse_ll_cb_open(uint64_t h, unsigned int slot, uint64_t ino, int flags);
 /* read: PYFUSE_REPLY_COUNT + n replies the first n bytes of out->name (an answer that fits) */
 int pyfuse_ll_cb_read(uint64_t h, pyfuse_req req, unsigned int slot, uint64_t ino, size_t size,

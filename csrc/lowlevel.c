@@ -68,8 +68,9 @@ static void answer(fuse_req_t req, int64_t res, int entry, const char *op, uint6
 {
     const struct pyfuse_out *o = pyfuse_out_here();
     const struct pyfuse_config *cfg;
-    const struct pyfuse_attr *a = res >= PYFUSE_REPLY_AT ? (const struct pyfuse_attr *)(uintptr_t)res
-                                                         : &o->attr;
+    /* the Attr at the address returned (held by the session), or the struct's */
+    const struct pyfuse_attr *a =
+        res >= PYFUSE_REPLY_AT ? (const struct pyfuse_attr *)(uintptr_t)res : &o->attr;
     int attr_only = !entry;
     int own = res == PYFUSE_REPLY_ATTR_OUT || res == PYFUSE_REPLY_ENTRY_OUT;
     int bad;
