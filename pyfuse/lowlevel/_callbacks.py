@@ -14,7 +14,7 @@ import re
 import struct
 import time
 import types
-from ctypes import addressof
+from ctypes import addressof as _addressof
 from typing import Any
 
 from .._core.convert import ATTR_STRUCT, ENC, FH_LIMIT, opened
@@ -31,7 +31,6 @@ from ..types import Attr, Lock
 from . import _replies as R
 
 _buffer = ffi.buffer
-_addressof = addressof
 _Coro = types.CoroutineType
 _reply_dir = lib.pyfuse_ll_reply_dir
 _fail_dir = lib.pyfuse_ll_fail_dir
@@ -258,7 +257,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_REPLY_NONE": lib.PYFUSE_REPLY_NONE, "_REPLY_OPEN": lib.PYFUSE_REPLY_OPEN,
                  "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
                  "_FH_LIMIT": FH_LIMIT, "_opened": opened, "_SLOTS": OUT_SLOTS,
-                 "_addressof": addressof})
+                 "_addressof": _addressof})
     extern(fn, name)
     if op in _ALSO:
         extern(fn, _ALSO[op])
