@@ -6,6 +6,7 @@
 #include "pyfuse.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,13 +57,32 @@ static inline void done(fuse_req_t req, int res)
         fuse_reply_write(req, (size_t)(res - PYFUSE_REPLY_COUNT));
 }
 
+/* A timeout a handler gave (pyfuse.compat's EntryAttributes are packed as they are): a finite
+ * number of seconds >= 0 (NaN fails both tests). */
+static inline int timeout_ok(double t)
+{
+    return t >= 0 && t <= DBL_MAX;
+}
+
+/* The request's place in a logged error: "op 'name' in inode N: " or "op of inode N: "; the
+ * length written. */
+static int where(char *msg, size_t size, const char *op, uint64_t ino, const char *name)
+{
+    int n = name != NULL ? snprintf(msg, size, "%s '%.100s' in inode %llu: ", op, name,
+                                    (unsigned long long)ino)
+                         : snprintf(msg, size, "%s of inode %llu: ", op, (unsigned long long)ino);
+
+    return n < 0 ? 0 : (size_t)n >= size ? (int)size - 1 : n;
+}
+
 /* What a callback with an out argument returned: an errno, 0 (it replied, or will), a
  * PYFUSE_REPLY_* code: the reply of the thread's out struct, attributes (REPLY_ATTR,
  * _ATTR_OUT) or an entry (REPLY_ENTRY, _ENTRY_OUT), with the session's timeouts or out's, or
  * the address of an Attr (PYFUSE_REPLY_AT) replied with the session's timeouts; entry: the
  * operation answers an entry (lookup, mknod, ...), else attributes. Refused attributes
  * (pyfuse_check_attr) get EIO and a logged error that names the request: op of inode ino, or
- * op 'name' in inode ino. */
+ * op 'name' in inode ino; so do timeouts in out that are not finite numbers >= 0 (a foreign
+ * entry's, packed as the handler gave them: Session._foreign). */
 static void answer(fuse_req_t req, int64_t res, int entry, const char *op, uint64_t ino,
                    const char *name)
 {
@@ -73,6 +93,7 @@ static void answer(fuse_req_t req, int64_t res, int entry, const char *op, uint6
         res >= PYFUSE_REPLY_AT ? (const struct pyfuse_attr *)(uintptr_t)res : &o->attr;
     int attr_only = !entry;
     int own = res == PYFUSE_REPLY_ATTR_OUT || res == PYFUSE_REPLY_ENTRY_OUT;
+    const char *tname;
     int bad;
 
     if (res <= 0) { /* (0: req may be gone already) */
@@ -81,12 +102,23 @@ static void answer(fuse_req_t req, int64_t res, int entry, const char *op, uint6
     }
     cfg = &pyfuse_ll_of(req)->cfg;
     bad = pyfuse_check_attr(a, !attr_only);
-    if (bad != 0) {
+    /* out's timeouts, if it has them and the reply uses them (not checked before: a foreign
+     * entry's) */
+    tname = !own ? NULL
+            : !timeout_ok(o->attr_timeout) ? "attr_timeout"
+            : !attr_only && !timeout_ok(o->entry_timeout) ? "entry_timeout" : NULL;
+    if (bad == 0 && tname != NULL) {
         char msg[320];
-        int n = name != NULL ? snprintf(msg, sizeof msg, "%s '%.100s' in inode %llu: ", op, name,
-                                        (unsigned long long)ino)
-                             : snprintf(msg, sizeof msg, "%s of inode %llu: ", op,
-                                        (unsigned long long)ino);
+        int n = where(msg, sizeof msg, op, ino, name);
+
+        fuse_reply_err(req, EIO);
+        snprintf(msg + n, sizeof msg - (size_t)n,
+                 "the entry returned has %s=%g: timeouts are finite numbers of seconds >= 0",
+                 tname, tname[0] == 'a' ? o->attr_timeout : o->entry_timeout);
+        pyfuse_cb_log(PYFUSE_LOG_SHIM + 3, msg);
+    } else if (bad != 0) {
+        char msg[320];
+        int n = where(msg, sizeof msg, op, ino, name);
 
         fuse_reply_err(req, EIO);
         pyfuse_refusal(msg + n, sizeof msg - (size_t)n, a, bad,

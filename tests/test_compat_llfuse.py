@@ -47,12 +47,15 @@ def test_llfuse_filesystem_through_the_runner(tmp_path: Any) -> None:
         assert (int(pid), int(uid)) == (os.getpid(), os.getuid())
         # float times are truncated to ints, as llfuse's C struct does
         assert os.stat(os.path.join(mnt, "float-times")).st_mtime_ns == 1_500_000_000 * 10**9
-        for name in ("bad-timeout", "none"):  # refused: EIO, and the log says why
+        # refused: EIO, and the log says why
+        for name in ("bad-timeout", "nan-timeout", "big-uid", "none"):
             with pytest.raises(OSError) as ei:
                 os.stat(os.path.join(mnt, name))
             assert ei.value.errno == errno.EIO
         log = open(tmp_path / "llfs.log").read()
-        assert "entry_timeout=-1" in log
+        assert "lookup 'bad-timeout' in inode 1: the entry returned has entry_timeout=-1" in log
+        assert "lookup 'nan-timeout' in inode 1: the entry returned has attr_timeout=nan" in log
+        assert "lookup 'big-uid' in inode 1: " in log and "uid" in log
         assert "lookup must return an EntryAttributes, not NoneType" in log
 
 

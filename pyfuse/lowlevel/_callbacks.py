@@ -102,8 +102,11 @@ def {name}(h, slot, {params}):
 # (PYFUSE_REPLY_AT; the session holds it in _keep[slot] until the thread's next request),
 # nothing copied (copied as it is by the threads beyond the session's slots); a packed entry
 # (_replies.ENTRY_STRUCT: pyfuse.compat's, packed and checked) is the struct's first fields,
-# with its generation and timeouts. C checks the attributes (inode 0, file type, 32-bit
-# fields) and logs a refusal. Anything else, and an async handler's coroutine, takes the
+# with its generation and timeouts, and so is a foreign entry (the session's _foreign:
+# pyfuse.compat's EntryAttributes) packed there by the session's _pack_foreign, or, if the
+# packing refuses its values, converted (_convert) and replied as what that gives. C checks
+# the attributes (inode 0, file type, 32-bit fields) and the timeouts it was given (finite,
+# >= 0) and logs a refusal. Anything else, and an async handler's coroutine, takes the
 # general reply (_replies) with the request asked of C (_req), which raises the BadReturn that
 # names a bad value.
 _OUT_BODY = """\
@@ -120,6 +123,15 @@ def {name}(h, slot, {params}):
                 _o = _here(_s, slot)
             _o[:_ATTR_SIZE] = _r
             return {code}
+        if _r.__class__ is _s._foreign:
+            _o = _s._outs[slot]
+            if _o is None:
+                _o = _here(_s, slot)
+            try:
+                _s._pack_foreign(_o, _r)
+                return {code_out}
+            except _StructError:
+                _r = _s._convert(_r)
         if _r.__class__ is bytes and _s._packed:
             _o = _s._outs[slot]
             if _o is None:
@@ -257,7 +269,7 @@ def _compile(op: str, params: str, call: str, reply: Any, fail: Any, extra: str)
                  "_REPLY_NONE": lib.PYFUSE_REPLY_NONE, "_REPLY_OPEN": lib.PYFUSE_REPLY_OPEN,
                  "_REPLY_COUNT": lib.PYFUSE_REPLY_COUNT, "_put_open": _put_open, "_FH": _FH,
                  "_FH_LIMIT": FH_LIMIT, "_opened": opened, "_SLOTS": OUT_SLOTS,
-                 "_addressof": _addressof})
+                 "_addressof": _addressof, "_StructError": struct.error})
     extern(fn, name)
     if op in _ALSO:
         extern(fn, _ALSO[op])
@@ -296,6 +308,12 @@ def pyfuse_ll_cb_lookup(h, slot, parent, namelen):
                 return _addressof(r)
             o[:_ATTR_SIZE] = r
             return _REPLY_ENTRY
+        if r.__class__ is s._foreign:  # as _OUT_BODY
+            try:
+                s._pack_foreign(o, r)
+                return _REPLY_ENTRY_OUT
+            except struct.error:
+                r = s._convert(r)
         if r.__class__ is bytes and s._packed:
             o[:_ENTRY_SIZE] = r
             return _REPLY_ENTRY_OUT

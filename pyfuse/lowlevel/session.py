@@ -38,6 +38,10 @@ def _same(x: Any) -> Any:
     return x
 
 
+class _NoForeign:
+    """Session._foreign of a session without one: a class no handler returns."""
+
+
 class Session(BaseSession):
     """One mounted inode-API filesystem. Use :func:`run` or :func:`mount`.
 
@@ -50,6 +54,15 @@ class Session(BaseSession):
     #: Whether handlers may return packed entries (``bytes``, _replies.ENTRY_STRUCT):
     #: pyfuse.compat's llfuse and pyfuse3 faces, whose ``to_entry`` packs and checks them.
     _packed = False
+    #: A foreign entry type whose objects handlers may return as they are (pyfuse.compat's
+    #: EntryAttributes, given by its ``serve_entries``; a class no handler returns: none), with
+    #: ``_pack_foreign(buf, obj)``, which packs one into the thread's out struct as
+    #: _replies.ENTRY_STRUCT (struct.error if it cannot; C checks the attributes and the
+    #: timeouts), and ``_convert``, to a packed entry or an Entry, for one the packing refuses
+    #: and for the general reply. (Instance attributes when set: plain functions.)
+    _foreign: type = _NoForeign
+    _pack_foreign: Any = None
+    _convert: Any = None
 
     def __init__(self, ops: Operations, mountpoint: str, **kwargs: Any) -> None:
         if not isinstance(ops, Operations):

@@ -3,8 +3,8 @@ global lock): files under the root whose reads release the lock while they wait.
 llfs.py MOUNTPOINT. LLFUSE_MODULE names the module (default llfuse). Each read records, in
 the file "report", whether the lock was held when the handler ran and how many reads ran at
 once with the lock released, and the pid and uid of the ctx the last open kept (read after
-that open's reply). Looking up "float-times", "bad-timeout" and "none" returns what their
-names say (the tests check how each is replied)."""
+that open's reply). Looking up "float-times", "bad-timeout", "nan-timeout", "big-uid" and
+"none" returns what their names say (the tests check how each is replied)."""
 from __future__ import annotations
 
 import errno
@@ -57,12 +57,16 @@ class LLFs(llfuse.Operations):
         if name == b"float-times":
             a.st_mtime_ns = 1.5e18
             a.attr_timeout = 60  # stat uses these (no getattr of inode 98)
+        elif name == b"nan-timeout":
+            a.attr_timeout = float("nan")
+        elif name == b"big-uid":
+            a.st_uid = 1 << 40
         else:
             a.entry_timeout = -1
         return a
 
     def lookup(self, parent_inode, name, ctx):
-        if name in (b"float-times", b"bad-timeout", b"none"):
+        if name in (b"float-times", b"bad-timeout", b"nan-timeout", b"big-uid", b"none"):
             return self._odd(name)
         if name == b"report":
             return self._attr(99)

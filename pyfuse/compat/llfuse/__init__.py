@@ -25,6 +25,7 @@ from ..pyfuse3._types import (
     RequestContext,
     SetattrFields,
     StatvfsData,
+    serve_entries,
 )
 
 __all__ = ["Operations", "EntryAttributes", "StatvfsData", "SetattrFields", "RequestContext",
@@ -272,7 +273,7 @@ def init(ops: Any, mountpoint: str, options: Iterable[str] = default_options) ->
                     **{**Config.FUSE2, **splice})
     session = ll.Session(adapt(ops, lock), mountpoint, config=config, **kw)
     session._dup_names = True  # llfuse hands the kernel a listing as it is
-    session._packed = True  # to_entry's packed entries
+    serve_entries(session)  # EntryAttributes returned as they are, packed by the callback
     session._bytes_names = True  # names as the kernel's bytes, as the filesystem takes them
     session._plain_fh = True  # file handles of all 64 bits, as the original's
     session.mount()

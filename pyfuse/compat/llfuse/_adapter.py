@@ -22,6 +22,7 @@ from ...lowlevel._aio import _UNHELD
 from ...types import FileInfo
 from ..pyfuse3._types import (
     ENOATTR,
+    EntryAttributes,
     FUSEError,
     LazyRequestContext,
     from_attr,
@@ -86,30 +87,34 @@ _CTX_POST = """\
         if _refs(_ctx) > _BASE + (_C[0] is _ctx):  # kept
             _ctx.fetch()
 """
+#: An entry's result: an EntryAttributes as it is (the session packs it straight into the
+#: thread's out struct: llfuse's init gives it serve_entries), anything else through to_entry
+#: (a subclass's packed, anything else refused by name).
+_ENTRY = '_r if _r.__class__ is _EA else _entry(_r, "%s")'
 #: (handler name, the inode API's parameters, llfuse's arguments, whether a ctx is appended to
 #: them, what is returned (of the method's result ``_r``), code run first)
 _SPECS: list[tuple[str, str, str, bool, str, str]] = [
-    ("lookup", "parent, name", "parent, name", True, '_entry(_r, "lookup")', ""),
+    ("lookup", "parent, name", "parent, name", True, _ENTRY % "lookup", ""),
     ("forget", "ino, nlookup", "[(ino, nlookup)]", False, "None", ""),
-    ("getattr", "ino, fh", "ino", True, '_entry(_r, "getattr")', ""),
+    ("getattr", "ino, fh", "ino", True, _ENTRY % "getattr", ""),
     ("setattr", "ino, attr, to_set, fh",
-     "ino, _from_attr(attr), _fields(to_set), fh", True, '_entry(_r, "setattr")', ""),
+     "ino, _from_attr(attr), _fields(to_set), fh", True, _ENTRY % "setattr", ""),
     ("readlink", "ino", "ino", True, "bytes(_r)", ""),
     ("mknod", "parent, name, mode, rdev", "parent, name, mode, rdev", True,
-     '_entry(_r, "mknod")', ""),
+     _ENTRY % "mknod", ""),
     # as llfuse: a directory's type in the mode
     ("mkdir", "parent, name, mode", "parent, name, mode", True,
-     '_entry(_r, "mkdir")', "    mode = (mode & ~_S_IFMT) | _S_IFDIR\n"),
+     _ENTRY % "mkdir", "    mode = (mode & ~_S_IFMT) | _S_IFDIR\n"),
     ("unlink", "parent, name", "parent, name", True, "None", ""),
     ("rmdir", "parent, name", "parent, name", True, "None", ""),
     ("symlink", "target, parent, name", "parent, name, target", True,
-     '_entry(_r, "symlink")', ""),
+     _ENTRY % "symlink", ""),
     # llfuse's rename has no flags (libfuse 2): as its kernel, refuse them
     ("rename", "parent, name, newparent, newname, flags",
      "parent, name, newparent, newname", True, "None",
      "    if flags:\n        raise _FuseError(_EINVAL)\n"),
     ("link", "ino, newparent, newname", "ino, newparent, newname", True,
-     '_entry(_r, "link")', ""),
+     _ENTRY % "link", ""),
     ("open", "ino, flags", "ino, flags", True, "_FileInfo(int(_r), keep_cache=True)", ""),
     ("create", "parent, name, mode, flags", "parent, name, mode, flags", True,
      "_created(_r)", ""),
@@ -147,7 +152,8 @@ def _handlers(ops: Any) -> dict[str, Callable[..., Any]]:
         "_Lazy": LazyRequestContext, "_new": object.__new__, "_refs": sys.getrefcount,
         "_BASE": _UNHELD, "_C": [object.__new__(LazyRequestContext)],
         "_dec": _dec,
-        "_entry": to_entry, "_from_attr": from_attr, "_fields": setattr_fields,
+        "_entry": to_entry, "_EA": EntryAttributes, "_from_attr": from_attr,
+        "_fields": setattr_fields,
         "_FileInfo": FileInfo, "_created": _created, "_statvfs": to_statvfs,
         "_allowed": _allowed, "_S_IFMT": stat.S_IFMT(0o177777), "_S_IFDIR": stat.S_IFDIR}
     h: dict[str, Callable[..., Any]] = {}

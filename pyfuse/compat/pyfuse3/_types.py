@@ -31,7 +31,7 @@ __all__ = ["FileHandleT", "FileNameT", "FlagT", "InodeT", "ModeT", "XAttrNameT",
            "EntryAttributes", "FileInfo", "StatvfsData", "SetattrFields", "RequestContext",
            "FUSEError", "ReaddirToken", "to_entry", "to_attr", "packed_attr", "from_attr",
            "to_fileinfo", "to_statvfs", "setattr_fields", "request_context",
-           "LazyRequestContext"]
+           "LazyRequestContext", "pack_entry_into", "serve_entries"]
 
 #: pyfuse3 3.5's type aliases (plain aliases there too: ``FileHandleT(x)`` is ``int(x)``).
 FileHandleT = int
@@ -348,5 +348,33 @@ ENOATTR = _errno.ENODATA
 _pack_attr = ATTR_STRUCT.pack
 _pack_entry = ENTRY_STRUCT.pack
 _INF = float("inf")
+_pack_entry_into = ENTRY_STRUCT.pack_into
+
+
+def pack_entry_into(buf: Any, a: EntryAttributes) -> None:
+    """``a``'s values packed into ``buf`` as ENTRY_STRUCT, unchecked but for the packing's own
+    refusals (struct.error: a float, a value out of its field's range): what a session given
+    :func:`serve_entries` does with a returned EntryAttributes. (The attribute reads are the
+    frame's bytecode: an ``operator.attrgetter`` of the fifteen costs more, a generic look-up
+    each.)"""
+    _pack_entry_into(buf, 0, a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size,
+                     a.st_blocks, a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns,
+                     a.st_ctime_ns, a.generation, a.entry_timeout, a.attr_timeout)
+
+
+def _convert(a: EntryAttributes) -> Entry | bytes:
+    return to_entry(a, "the handler")
+
+
+def serve_entries(session: Any) -> None:
+    """Let ``session``'s synchronous handlers return EntryAttributes objects as they are:
+    the callback packs one straight into the thread's out struct (:func:`pack_entry_into`; C
+    checks its timeouts and attributes), and one the packing refuses (float times, a bad value) goes
+    through :func:`to_entry` (converted, or refused by name). Packed entries (``bytes``, what
+    to_entry gives) are allowed too."""
+    session._packed = True
+    session._foreign = EntryAttributes
+    session._pack_foreign = pack_entry_into
+    session._convert = _convert
 _new = object.__new__
 
