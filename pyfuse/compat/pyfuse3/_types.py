@@ -349,6 +349,7 @@ _pack_attr = ATTR_STRUCT.pack
 _pack_entry = ENTRY_STRUCT.pack
 _INF = float("inf")
 _pack_entry_into = ENTRY_STRUCT.pack_into
+_new = object.__new__
 
 
 def pack_entry_into(buf: Any, a: EntryAttributes) -> None:
@@ -363,18 +364,17 @@ def pack_entry_into(buf: Any, a: EntryAttributes) -> None:
 
 
 def _convert(a: EntryAttributes) -> Entry | bytes:
+    """An EntryAttributes the packing refused, as the general reply takes it."""
     return to_entry(a, "the handler")
 
 
 def serve_entries(session: Any) -> None:
     """Let ``session``'s synchronous handlers return EntryAttributes objects as they are:
-    the callback packs one straight into the thread's out struct (:func:`pack_entry_into`; C
-    checks its timeouts and attributes), and one the packing refuses (float times, a bad value) goes
-    through :func:`to_entry` (converted, or refused by name). Packed entries (``bytes``, what
-    to_entry gives) are allowed too."""
+    the callback packs one straight into the thread's out struct (:func:`pack_entry_into`;
+    C checks its timeouts and attributes), and one the packing refuses (float times, a bad
+    value) goes through :func:`to_entry` (converted, or refused by name). Packed entries
+    (``bytes``, what to_entry gives) are allowed too."""
     session._packed = True
     session._foreign = EntryAttributes
     session._pack_foreign = pack_entry_into
     session._convert = _convert
-_new = object.__new__
-
