@@ -69,7 +69,7 @@ _MAX_TIMEOUT = float("inf")
 #: Only a session whose ``_packed`` is true (pyfuse.compat's llfuse and pyfuse3 faces) may
 #: return one, replied as it is with no further Python call (the generated callbacks and
 #: :func:`reply_entry`/:func:`reply_attr` test for it first); from any other session ``bytes``
-#: are a bad value. A session's foreign entry (Session._foreign) is converted first.
+#: are a bad value.
 ENTRY_STRUCT = struct.Struct(ATTR_STRUCT.format + "Qdd")
 _ATTR_SIZE = ATTR_STRUCT.size
 _tail = struct.Struct("=Qdd").unpack_from
@@ -96,8 +96,6 @@ def _timeout(v: Any, name: str) -> float:
 def entry_parts(s: Any, r: Any) -> tuple[bytes, int, float, float]:
     """(packed attr, generation, entry_timeout, attr_timeout) of an Entry, a bare Attr or
     (from pyfuse.compat's sessions) a packed entry."""
-    if type(r) is s._foreign:
-        r = s._convert(r)
     if type(r) is bytes and s._packed:
         return packed_parts(r)
     if type(r) is Entry:
@@ -117,8 +115,6 @@ def reply_entry(s: Any, req: Any, r: Any) -> None:
 
 def reply_attr(s: Any, req: Any, r: Any) -> None:
     packed: bytes
-    if type(r) is s._foreign:
-        r = s._convert(r)
     if type(r) is bytes and s._packed:
         packed, at = r[:_ATTR_SIZE], _tail(r, _ATTR_SIZE)[2]
     elif type(r) is Entry:

@@ -58,8 +58,10 @@ class Session(BaseSession):
     #: EntryAttributes, given by its ``serve_entries``; a class no handler returns: none), with
     #: ``_pack_foreign(buf, obj)``, which packs one into the thread's out struct as
     #: _replies.ENTRY_STRUCT (struct.error if it cannot; C checks the attributes and the
-    #: timeouts), and ``_convert``, to a packed entry or an Entry, for one the packing refuses
-    #: and for the general reply. (Instance attributes when set: plain functions.)
+    #: timeouts), and ``_convert``, to a packed entry or an Entry, for one the packing
+    #: refuses. (Instance attributes when set: plain functions.) Only the answering callbacks
+    #: take one, from a synchronous handler (the llfuse face's are all synchronous); the
+    #: general reply, which an async handler's answer takes, does not.
     _foreign: type = _NoForeign
     _pack_foreign: Any = None
     _convert: Any = None
