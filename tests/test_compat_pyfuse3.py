@@ -217,17 +217,14 @@ def test_readdir_reply_packs_the_attributes_as_they_are_when_called() -> None:
     from pyfuse.compat.pyfuse3._types import ReaddirToken
     from pyfuse.errors import BadReturn
 
-    class Dir:  # what the engine reads of struct pyfuse_dir: the listing's offset mode
-        mode = UNKNOWN
-
     token, a = ReaddirToken(10), EntryAttributes()
     for i in range(3):
         a.st_ino, a.st_size = 10 + i, i
         assert readdir_reply(token, b"n%d" % i, a, i + 1)
-    b = pack(Dir(), token.batch())
+    b = pack(UNKNOWN, token.batch())
     fields = [ATTR_STRUCT.unpack_from(b.attrs, k * b.stride) for k in range(3)]
     assert [(f[1], f[5]) for f in fields] == [(10, 0), (11, 1), (12, 2)]
-    one = pack(Dir(), token.batch()[:1])
+    one = pack(UNKNOWN, token.batch()[:1])
     assert (one.stride, bytes(one.attrs)) == (0, token.entries[0][1])
     with pytest.raises(BadReturn, match="invalid attr"):
-        pack(Dir(), [(b"x", b"short", 1)])
+        pack(UNKNOWN, [(b"x", b"short", 1)])

@@ -197,17 +197,17 @@ FILL_ERRORS = {
 }
 
 
-def pack(d: Any, batch: list[Any]) -> Batch:
-    """Pack a batch of entries for C, checking that the listing keeps to one offset mode."""
-    mode = d.mode
+def pack(mode: int, batch: list[Any]) -> Batch:
+    """Pack a batch of entries for C, checking that it keeps to the listing's offset mode
+    ``mode`` (UNKNOWN before its first batch); the batch's own mode is POSITIONAL if its
+    ``offs`` is None, else OFFSETS."""
     try:
-        return _pack(d, batch, True)
+        return _pack(mode, batch, True)
     except BadReturn:  # perhaps an entry the fast split took apart: each by its type
-        d.mode = mode
-        return _pack(d, batch, False)
+        return _pack(mode, batch, False)
 
 
-def _pack(d: Any, batch: list[Any], fast: bool) -> Batch:
+def _pack(listing_mode: int, batch: list[Any], fast: bool) -> Batch:
     names, blob, attrs, offs, inos = _split(batch, fast)
     if offs is None or not any(offs):
         offs_c = _NULL
@@ -219,11 +219,9 @@ def _pack(d: Any, batch: list[Any], fast: bool) -> Batch:
             bad = next((o for o in offs if not _int64(o, True)), None)
             raise BadReturn(f"readdir yielded an invalid offset: {bad!r:.80}") from None
         mode = OFFSETS
-    if d.mode != mode:
-        if d.mode != UNKNOWN:
-            raise BadReturn("readdir changed between positional entries (offset 0) and "
-                            "entries with offsets within one listing")
-        d.mode = mode
+    if listing_mode != mode and listing_mode != UNKNOWN:
+        raise BadReturn("readdir changed between positional entries (offset 0) and "
+                        "entries with offsets within one listing")
     try:
         attrs_c, stride = (_NULL, 0) if attrs is None else _pack_attrs(attrs)
     except Exception as e:

@@ -18,7 +18,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from .._pyfuse_c import lib
 from ..errors import BadListing, BadReturn
-from .batch import FILL_ERRORS, OFFSETS, UNKNOWN, Batch, culprit
+from .batch import FILL_ERRORS, OFFSETS, POSITIONAL, UNKNOWN, Batch, culprit
 from .batch import pack as _pack
 from .dispatch import log
 
@@ -70,10 +70,13 @@ class DirStream:
     Entries come from the filesystem's list or tuple ``buf`` (sliced a batch at a time from
     ``idx``, never copied whole) or from its iterator ``it`` (``None`` once exhausted, or for a
     list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
+    ``mode`` mirrors the listing's ``struct pyfuse_dir`` mode, and ``handleless`` its flag: a
+    field of that struct costs a cffi attribute access (about 1,000 instructions) each time it
+    is read, so the engine reads each once a request and writes the mode only when it changes.
     """
 
     __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert", "ait",
-                 "skip", "spawn", "timeouts", "mode")
+                 "skip", "spawn", "timeouts", "mode", "handleless")
 
     def __init__(self, it: Any, buf: Any = ()) -> None:
         self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
@@ -92,8 +95,11 @@ class DirStream:
         self.error = 0         # errno raised after some entries, reported on the next request
         #: (entry, attr) timeouts of the readdirplus entries (a TimedBatch's); None: the Config's
         self.timeouts: Optional[tuple[float, float]] = None
-        #: the listing's offset mode, kept with a handleless listing's stream (no pyfuse_dir)
+        #: the listing's offset mode (struct pyfuse_dir's, which also keeps it between a
+        #: handleless listing's requests); handleless: the listing's requests come without
+        #: OPENDIR (struct pyfuse_dir's handleless)
         self.mode = UNKNOWN
+        self.handleless = 0
 
     def close(self) -> None:
         ait, self.ait = self.ait, None
@@ -102,8 +108,8 @@ class DirStream:
                 self.spawn(ait.aclose(), "closing a readdir iterator")  # its finally: runs
             else:
                 _aclose_now(ait)
-        close = getattr(self.it, "close", None)
-        self.it = None
+        it, self.it = self.it, None
+        close = None if it is None else getattr(it, "close", None)
         self.buf = ()
         self.left = None
         if close is not None:
@@ -204,17 +210,16 @@ class Listings:
 
     def _keep(self, arg: Any, d: Any, st: DirStream) -> None:
         """Keep ``st`` for the next request of ``d``'s listing."""
-        if not d.handleless:
-            d.key = next(self._keys)
-            self._streams[d.key] = st
+        if not st.handleless:
+            d.key = key = next(self._keys)
+            self._streams[key] = st
             return
-        st.mode = d.mode
         older = self._orphans.pop((arg, st.next_off), None)
         if older is not None:  # two readers at the same place: either continues them both
             older.close()
         self._orphans[(arg, st.next_off)] = st
-        if d.mode != UNKNOWN:
-            self._modes[arg] = d.mode
+        if st.mode != UNKNOWN:
+            self._modes[arg] = st.mode
             self._modes.move_to_end(arg)
             if len(self._modes) > 4 * ORPHANS:
                 self._modes.popitem(last=False)
@@ -229,16 +234,21 @@ class Listings:
         plus)`` is the filesystem's, called when a listing starts (or restarts after a
         seek)."""
         self.requests += 1
-        if d.handleless:
+        handleless = d.handleless
+        if handleless:
             self._adopt(arg, off, d)
-        st = self._streams.pop(d.key, None) if d.key else None
-        d.key = 0
-        if st is not None and st.next_off != off:
-            st.close()  # a seek (rewinddir/seekdir): start over
-            st = None
+        key = d.key
+        st = None
+        if key:
+            st = self._streams.pop(key, None)
+            d.key = 0
+            if st is not None and st.next_off != off:
+                st.close()  # a seek (rewinddir/seekdir): start over
+                st = None
         if st is None:
             try:
-                positional = d.mode != OFFSETS
+                mode = d.mode
+                positional = mode != OFFSETS
                 r = readdir(self._decode(arg), 0 if positional else off, d.fh, bool(plus))
                 if r.__class__ is _Coro:
                     if self.defer is None:
@@ -248,6 +258,7 @@ class Listings:
                     return self.defer(r, arg, lambda items: self.serve(
                         lambda *_: items, arg, off, d, fill, plus), fill)
                 st = self._stream(r, positional and off)
+                st.mode, st.handleless = mode, handleless
             except BaseException as e:
                 return self._fail(e, "readdir", arg)
         return self._continue(st, arg, off, d, fill, plus)
@@ -326,7 +337,10 @@ class Listings:
                     if batch:
                         if st.convert is not None:
                             batch = st.convert(batch, bool(plus))
-                        b = _pack(d, batch)
+                        b = _pack(st.mode, batch)
+                        mode = POSITIONAL if b.offs is None else OFFSETS
+                        if st.mode != mode:  # the listing's first batch: C numbers it so
+                            d.mode = st.mode = mode
                 if b is not None:
                     sent += _fill(fill, st, b)
                     if st.left is not None:  # the kernel buffer is full
@@ -342,10 +356,10 @@ class Listings:
                 if b is None:  # nothing left
                     if st.error:
                         break  # the rest went out: the error surfaces on the next request
-                    d.eof_off = st.pos if d.mode != OFFSETS else st.next_off
+                    d.eof_off = eof = st.pos if st.mode != OFFSETS else st.next_off
                     st.close()
-                    if d.handleless:  # the kernel's next request at the end finds it ended
-                        st.next_off = d.eof_off
+                    if st.handleless:  # the kernel's next request at the end finds it ended
+                        st.next_off = eof
                         self._keep(arg, d, st)
                     return 0
         except BaseException as e:
