@@ -5,14 +5,15 @@ filesystem's own code, and how much pyfuse's conversions.
     python bench/floor.py MOUNTPOINT (--cffi | --fs) [--single] [--nocache]
     python bench/floor.py MOUNTPOINT --ll [--single] [--nocache]
 
---cffi  each callback copies a constant answer into C and returns: the attributes of a file
-        or of a directory (chosen by a ``b"/f"`` test on the raw path), or the eight entries
-        f00000 ... f00007 with a file's attributes. No session look-up, no path decoding, no
-        filesystem call: what an ``extern "Python"`` callback costs by itself.
---fs    the same constant answers (or the filesystem's errno), after the filesystem's own
-        getattr or readdir has run on the decoded path (a getattr's result picks the constant;
-        a readdir's entries are pulled and dropped): what pyfuse would measure if its
-        conversions (packing, batching, stream state) cost nothing.
+--cffi  each callback answers a constant without calling the filesystem: getattr the address
+        of a prebuilt Attr (a file's or a directory's, chosen by one byte of the raw path; C
+        reads it there, as it reads any Attr pyfuse's getattr answers), readdir the eight
+        entries f00000 ... f00007 with a file's attributes. No session look-up, no path
+        decoding, no filesystem call: what an ``extern "Python"`` callback costs by itself.
+--fs    the filesystem's own getattr or readdir runs on the decoded path first: getattr
+        answers the Attr it returned as pyfuse does (by address), readdir pulls and drops the
+        entries and answers the same constant listing: what pyfuse would measure if its own
+        checks and conversions (packing, batching, stream state) cost nothing.
 
 --ll     the inode API's floor (bench/tree_ll.py, for W5 and W1 only, by bench/callgrind.py):
         lookup and getattr replaced by callbacks that reply a constant prepacked entry or
@@ -29,6 +30,7 @@ import argparse
 import errno
 import os
 import sys
+from ctypes import addressof as _addressof
 from types import SimpleNamespace
 
 # The checkout, for the bench package; last, so that an installed pyfuse (an sdist's test run)
@@ -39,15 +41,19 @@ import pyfuse  # noqa: E402
 from bench import model  # noqa: E402
 from bench.tree import ATTRS, Tree  # noqa: E402
 from pyfuse import _callbacks  # noqa: E402
-from pyfuse._core.convert import ATTR_STRUCT, pack_attr  # noqa: E402
+from pyfuse._core.convert import pack_attr  # noqa: E402
 from pyfuse._core.convert import path as _path  # noqa: E402
 from pyfuse._core.dispatch import OUT_NAME, OUT_NAME_SIZE, SESSIONS, here, onerror, outs  # noqa: E402
 from pyfuse._pyfuse_c import ffi, lib  # noqa: E402
 
-PACKED = {mode: pack_attr(a) for mode, a in ATTRS.items()}
-FILE, DIR = PACKED[model.FILE], PACKED[model.DIR]
+#: the constant listing: eight names, each with a file's attributes (packed)
 NAMES = "\0".join(f"f{i:05d}" for i in range(8)).encode()
-SIZE = ATTR_STRUCT.size
+FILE = pack_attr(ATTRS[model.FILE])
+#: getattr's constant answers: where C reads a file's and a directory's attributes (the
+#: address of an Attr, as pyfuse answers one; the tree's module keeps them alive)
+FILE_AT, DIR_AT = _addressof(ATTRS[model.FILE]), _addressof(ATTRS[model.DIR])
+#: the inode API floor's Attrs, alive while C reads them at their addresses
+_KEPT: list[dict[object, object]] = []
 _string = ffi.string
 _real_readdir = _callbacks.pyfuse_cb_readdir
 
@@ -85,9 +91,11 @@ def _raw_path(b, pathlen: int) -> bytes:  # noqa: ANN001
 def install_cffi() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_cffi(h, slot, pathlen, fh=None):
-        b = _out(slot)
-        b[:SIZE] = FILE if b"/f" in b[OUT_NAME:OUT_NAME + pathlen] else DIR
-        return 0
+        b = _OUTS[slot] or _out(slot)  # written out, as pyfuse's getattr is
+        # a file of W1, W5 and W2 is the only path whose last six bytes start with "f" (not a
+        # `b"/f" in` test: bytes.__contains__ tries its argument as an integer first, and the
+        # TypeError it raises and clears cost 1,800 instructions a call on Python 3.11)
+        return FILE_AT if pathlen > 7 and b[OUT_NAME + pathlen - 6] == b"f" else DIR_AT
 
     @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
     def readdir_cffi(h, path, off, d, fill, plus):
@@ -99,13 +107,16 @@ def install_cffi() -> None:
 def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_fs(h, slot, pathlen, fh=None):
-        b = _out(slot)
+        b = _OUTS[slot] or _out(slot)  # written out, as pyfuse's getattr is
+        path = b[OUT_NAME:OUT_NAME + pathlen] if 0 <= pathlen < OUT_NAME_SIZE else _raw_path(
+            b, pathlen)
         try:
-            a = SESSIONS[h]._op_getattr(_raw_path(b, pathlen).decode(), fh)
+            a = SESSIONS[h]._op_getattr(path.decode(), fh)
         except OSError as e:  # the tree's ENOENT
             return -e.errno
-        b[:SIZE] = PACKED[a.mode]
-        return 0
+        # read by C at its address, as pyfuse answers an Attr: the tree's are its module's
+        # constants (bench/tree.py ATTRS), alive without pyfuse's hold on the slot
+        return _addressof(a)
 
     @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
     def readdir_fs(h, path, off, d, fill, plus):
@@ -118,33 +129,33 @@ def install_fs() -> None:
 def install_ll() -> None:
     from pyfuse import Attr
 
-    def packed(ino: int, mode: int) -> bytes:
-        return pack_attr(Attr(mode=mode, ino=ino, nlink=2 if mode == model.DIR else 1,
-                              size=0 if mode == model.DIR else 1))
+    def attr(ino: int, mode: int) -> Attr:
+        return Attr(mode=mode, ino=ino, nlink=2 if mode == model.DIR else 1,
+                    size=0 if mode == model.DIR else 1)
 
-    by_name = {b"small": packed(2, model.DIR), **{f"f{i:05d}".encode(): packed(1000 + i,
-                                                                                model.FILE)
-                                                    for i in range(8)}}
-    by_ino = {1: packed(1, model.DIR), 2: packed(2, model.DIR),
-              **{1000 + i: packed(1000 + i, model.FILE) for i in range(8)}}
-    entry, attr = lib.PYFUSE_REPLY_ENTRY, lib.PYFUSE_REPLY_ATTR
-    size, at, buf = ATTR_STRUCT.size, OUT_NAME, _out
+    # prebuilt Attrs, kept alive here; their addresses by the name or the inode number
+    kept = {b"small": attr(2, model.DIR), **{f"f{i:05d}".encode(): attr(1000 + i, model.FILE)
+                                             for i in range(8)}}
+    kept_ino = {1: attr(1, model.DIR), 2: kept[b"small"],
+                **{1000 + i: kept[f"f{i:05d}".encode()] for i in range(8)}}
+    by_name = {name: _addressof(a) for name, a in kept.items()}
+    by_ino = {ino: _addressof(a) for ino, a in kept_ino.items()}
+    at, outs = OUT_NAME, _OUTS
 
-    # the cheap crossing, as pyfuse's own callbacks: the answer copied into the thread's out
-    # struct, C replies it once the callback has returned (the session's timeouts)
+    # the cheap crossing, as pyfuse's own callbacks: the name read from the thread's out
+    # struct, the answer an Attr's address (PYFUSE_REPLY_AT), which C reads and replies once
+    # the callback has returned (with the session's timeouts)
     @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
     def lookup_floor(h, slot, parent, namelen):
-        b = buf(slot)
-        a = by_name.get(b[at:at + namelen])  # the name, as pyfuse's lookup gets it
-        if a is None:
-            return -errno.ENOENT
-        b[:size] = a
-        return entry
+        b = outs[slot] or _out(slot)  # the name, as pyfuse's lookup gets it
+        return by_name.get(b[at:at + namelen], -errno.ENOENT)
 
     @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
     def getattr_floor(h, slot, ino, fh=None):
-        buf(slot)[:size] = by_ino[ino]
-        return attr
+        return by_ino[ino]
+
+    _KEPT.append(kept)  # (kept_ino holds the same Attrs and one more, the root's)
+    _KEPT.append(kept_ino)
 
 
 def main() -> None:

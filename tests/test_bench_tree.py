@@ -125,6 +125,27 @@ def test_floor_answers_the_workloads_like_the_tree(mode: str, tmp_path: str,
 
 
 @pytest.mark.timeout(60)
+def test_inode_floor_answers_w5_and_w1_like_the_tree(tmp_path: str,
+                                                     bench_env: dict[str, str]) -> None:
+    """bench/floor.py --ll (pyfuse-ll-floor, bench/callgrind.py) answers the lookups and
+    getattrs of W5 and W1 with the tree's attributes and inode numbers, read by C at the
+    addresses its callbacks return, and a name it does not know with ENOENT."""
+    mnt = str(tmp_path)
+    argv = [sys.executable, os.path.join(ROOT, "bench", "floor.py"), mnt, "--ll", "--single",
+            "--nocache"]
+    with testing.mounted_process(argv, mnt, env=bench_env):
+        for _ in range(2):  # the second time: the same Attrs, still alive
+            st = os.lstat(os.path.join(mnt, "small"))
+            assert (st.st_mode, st.st_ino, st.st_nlink) == (DIR, 2, 2)
+            for i, name in enumerate(sorted(os.listdir(os.path.join(mnt, "small")))):
+                st = os.lstat(os.path.join(mnt, "small", name))
+                assert (name, st.st_mode, st.st_ino, st.st_size) == \
+                    (f"f{i:05d}", FILE, 1000 + i, 1)
+        with pytest.raises(FileNotFoundError):
+            os.lstat(os.path.join(mnt, "small", "f00008"))
+
+
+@pytest.mark.timeout(60)
 def test_prepared_inode_listing_is_the_generated_one(tmp_path: str,
                                                     bench_env: dict[str, str]) -> None:
     """bench/tree_ll.py --prepared (bench/cpu_share.py's pyfuse-ll-prepared) lists /big with the
