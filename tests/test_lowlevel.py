@@ -142,8 +142,11 @@ class Hello(ll.Operations):
         now = time.time_ns()
         self.root = Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2, mtime_ns=now)
         self.file = Attr(mode=stat.S_IFREG | 0o644, ino=2, size=5, mtime_ns=now)
+        self.link = Attr(mode=stat.S_IFLNK | 0o777, ino=3, size=6, mtime_ns=now)
 
     def lookup(self, parent: int, name: str) -> Any:
+        if name == "link":
+            return self.link
         if name != "hello":
             raise FuseError(errno.ENOENT)
         if self.bad == "ino0":
@@ -184,7 +187,12 @@ class Hello(ll.Operations):
             return self.root
         if ino == 2:
             return self.file
+        if ino == 3:
+            return self.link
         raise FuseError(errno.ENOENT)
+
+    def readlink(self, ino: int) -> bytes:
+        return b"tar\0et" if self.bad == "nul" else b"target"
 
     def open(self, ino: int, flags: int) -> FileInfo:
         return FileInfo(direct_io=True)
@@ -250,7 +258,8 @@ def test_oserror_subclass_without_errno(mount_ops: Any, mnt: str) -> None:
     ("uidset", "the entry returned has nlink 1, uid 18446744073709551615, gid 0: beyond 32"),
     ("getattrtype", "the attributes returned has mode 0o644"),
     ("getattrrange", "raised ValueError: Attr.size=18446744073709551616 is out of range"),
-    ("getattrgid", "the attributes returned has nlink 1, uid 0, gid 1099511627776")])
+    ("getattrgid", "the attributes returned has nlink 1, uid 0, gid 1099511627776"),
+    ("nul", "readlink returned a target with a NUL byte")])
 def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, bad: str,
                                         message: str) -> None:
     ops = Hello()
@@ -267,6 +276,12 @@ def test_bad_results_are_eio_and_logged(mount_ops: Any, mnt: str, caplog: Any, b
             os.listdir(mnt)
         # "hello" went into the failed reply's buffer, counted: the failure took it back
         assert s.lookups(2) == 0 and s.lookups_held() == (0, 0)
+    elif bad == "nul":
+        link = os.path.join(mnt, "link")
+        assert os.readlink(link) == "target"
+        ops.bad = bad
+        with pytest.raises(OSError) as ei:
+            os.readlink(link)
     else:
         ops.bad = bad
         with pytest.raises(OSError) as ei:

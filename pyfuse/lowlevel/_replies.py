@@ -135,7 +135,7 @@ def reply_none(s: Any, req: Any, r: Any) -> None:
 
 def reply_readlink(s: Any, req: Any, r: Any) -> None:
     target = encode(r, "readlink")
-    if b"\0" in target:
+    if 0 in target:  # (an int: given a bytes, bytes.__contains__ raises and clears a TypeError)
         raise BadReturn("readlink returned a target with a NUL byte")
     lib.pyfuse_ll_reply_readlink(req, target)
 
