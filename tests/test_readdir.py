@@ -197,10 +197,12 @@ def test_error_before_first_entry(mount_ops, mnt):
 
 # 3000: the error comes between requests; the others: while the batch that holds the last entries
 # before it is still being handed to the kernel (8-byte names: 1,024 fit one 32 KiB buffer, 128
-# one 4 KiB buffer), so some of them wait for the next request.
-@pytest.mark.parametrize("fail_after", [3000, 1100, 1024 + 128 + 100, 4 * 256 + 200])
-def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt, fail_after):
-    ops = Listing(5000, "names", fail_after=fail_after)
+# one 4 KiB buffer), so some of them wait for the next request; 100 (of 5000 and of 200): while
+# the listing's first batch is pulled (by Listings._first, which hands what was yielded on).
+@pytest.mark.parametrize("n,fail_after", [(5000, 3000), (5000, 1100), (5000, 1024 + 128 + 100),
+                                          (5000, 4 * 256 + 200), (5000, 100), (200, 100)])
+def test_error_mid_stream_surfaces_on_next_request(mount_ops, mnt, n, fail_after):
+    ops = Listing(n, "names", fail_after=fail_after)
     mount_ops(ops)
     seen = []
     with pytest.raises(OSError) as ei:
@@ -218,6 +220,50 @@ def test_mixed_offsets_is_an_error(mount_ops, mnt, caplog):
         os.listdir(os.path.join(mnt, "d"))
     assert ei.value.errno == errno.EIO
     assert "mixed entries" in caplog.text
+
+
+# Plain listings (readdirplus off) of 8-byte names: a whole batch (PYFUSE_READDIR_BATCH, 512
+# entries) fits one kernel buffer, so the request goes on with the next batch (1000, 5000), or
+# the batch ends the listing (512); an error as the second batch is pulled (fail_after 512) or
+# after some of it (700) surfaces on the next request, every entry before it handed out.
+@pytest.mark.parametrize("n,fail_after,as_list", [
+    *((n, None, as_list) for n in (511, 512, 513, 1000, 5000) for as_list in (False, True)),
+    (5000, 512, False), (5000, 700, False)])
+def test_plain_listing_goes_on_after_a_whole_batch(mount_ops, mnt, n, fail_after, as_list):
+    mount_ops(Listing(n, "names", fail_after=fail_after, as_list=as_list),
+              config=pyfuse.Config(readdirplus="off"))
+    seen = []
+    if fail_after is None:
+        with os.scandir(os.path.join(mnt, "d")) as it:
+            seen = [e.name for e in it]
+        assert seen == names(n)
+        return
+    with pytest.raises(OSError) as ei:
+        with os.scandir(os.path.join(mnt, "d")) as it:
+            for e in it:
+                seen.append(e.name)
+    assert ei.value.errno == errno.EBADMSG
+    assert seen == names(fail_after)
+
+
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("n", [10, 2000])
+def test_refused_batch_closes_generator(mount_ops, mnt, caplog, n):
+    """A listing refused in its first batch (mixed offsets) fails with EIO and its generator is
+    closed at once (its finally: runs) though the filesystem still holds it; 2000: more than
+    a batch, so the generator was not exhausted."""
+    class Held(Listing):
+        def readdir(self, path, offset, fh, plus):
+            self.held = super().readdir(path, offset, fh, plus)
+            return self.held
+
+    ops = Held(n, "mixed")
+    mount_ops(ops)
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+    assert "mixed entries" in caplog.text
+    assert ops.closed.wait(5)
 
 
 def test_abandoned_listing_closes_generator(mount_ops, mnt):

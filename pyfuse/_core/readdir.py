@@ -14,7 +14,7 @@ import types
 from collections import OrderedDict
 from itertools import islice
 from time import perf_counter_ns
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
 
 from .._pyfuse_c import lib
 from ..errors import BadListing, BadReturn
@@ -33,6 +33,11 @@ READDIR_BATCH: int = lib.PYFUSE_READDIR_BATCH
 _fill_c = lib.pyfuse_fill
 _fill_timeouts = lib.pyfuse_ll_fill_timeouts
 _Coro = types.CoroutineType
+_Gen = types.GeneratorType
+#: Iterators whose listing Listings._first pulls itself: generators and the builtin iterators
+#: listings are made of (each its own iterator; only a generator has a close to run)
+_ITERATORS = frozenset({_Gen, zip, map, filter, itertools.chain, itertools.islice,
+                        itertools.starmap, type(iter([])), type(iter(())), type(iter(range(0)))})
 #: What serve() returns when the answer comes later (an async readdir: see Listings.defer).
 PENDING = 1
 #: Handleless listings (the inode API without OPENDIR) kept between requests, at most: the
@@ -137,12 +142,25 @@ def _fill(fill: Any, st: DirStream, b: Batch) -> int:
     if k < 0:
         raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
                          f"{culprit(b, -k, st.pos)}")
+    _took(st, b, k, n)
+    return k
+
+
+def _took(st: DirStream, b: Batch, k: int, n: int) -> None:
+    """The kernel buffer took ``k`` of the ``n`` entries of ``b``: where ``st`` goes on, and
+    the rest kept packed in ``st.left``."""
     if k:
         st.pos += k
         st.next_off = st.pos if b.offs is None else b.offs[k - 1]
     if k < n:
         st.left = b.rest(k)
-    return k
+
+
+def _replay(batch: list[Any], err: Exception) -> Iterator[Any]:
+    """What a generator yielded before it raised ``err``, then ``err`` again: its listing
+    served by the general path as if that path had pulled it (:meth:`Listings._first`)."""
+    yield from batch
+    raise err
 
 
 class Listings:
@@ -257,11 +275,72 @@ class Listings:
                                         "handlers are not async")
                     return self.defer(r, arg, lambda items: self.serve(
                         lambda *_: items, arg, off, d, fill, plus), fill)
-                st = self._stream(r, positional and off)
+                first = None if handleless or positional and off else \
+                    self._first(r, mode, arg, off, d, fill, plus)
+                if first is None:
+                    st = self._stream(r, positional and off)
+                elif isinstance(first, int):
+                    return first
+                else:
+                    st = first
                 st.mode, st.handleless = mode, handleless
             except BaseException as e:
                 return self._fail(e, "readdir", arg)
         return self._continue(st, arg, off, d, fill, plus)
+
+    def _first(self, r: Any, mode: int, arg: Any, off: int, d: Any, fill: Any,
+               plus: int) -> Union[None, int, DirStream]:
+        """The first batch of a listing that starts at its beginning (or at an offset the
+        filesystem was given), served as :meth:`_continue` would serve it, but with no
+        :class:`DirStream` unless one must be kept: the common small directory is pulled,
+        packed and filled in one go (a stream, the general path's frames and its close cost
+        about a quarter of such a listing). Only for a list or tuple of at most
+        ``READDIR_BATCH`` entries, or for a generator or builtin iterator (``_ITERATORS``)
+        without statistics. Returns None for anything else (nothing pulled); what
+        :meth:`serve` returns when the request is answered (0: the listing ended, or its rest
+        is kept; a negative errno); or the stream of a listing of which nothing went in yet,
+        for :meth:`_continue`."""
+        t = r.__class__
+        if t is list or t is tuple:
+            if len(r) > READDIR_BATCH:
+                return None
+            batch = r
+        elif t in _ITERATORS and self.timer is None:
+            batch = []
+            try:
+                batch.extend(islice(r, READDIR_BATCH))
+            except Exception as e:  # what it yielded goes out first, as _continue does it
+                return DirStream(_replay(batch, e))
+        else:
+            return None
+        n = len(batch)
+        exhausted = batch is r or n < READDIR_BATCH
+        if not n:
+            return DirStream(None, batch)
+        try:
+            b = _pack(mode, batch)
+            k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, 0)
+            if k < 0:
+                raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
+                                 f"{culprit(b, -k, 0)}")
+        except BaseException as e:
+            if batch is not r:
+                DirStream(r).close()  # a generator's finally: runs, as _continue's close does
+            return self._fail(e, "readdir", arg)
+        m = POSITIONAL if b.offs is None else OFFSETS
+        if m != mode:  # the listing's first batch: C numbers it so
+            d.mode = m
+        if k == n and exhausted:
+            d.eof_off = n if b.offs is None else b.offs[-1]
+            return 0
+        st = DirStream(None, batch) if exhausted else DirStream(r)
+        st.idx, st.mode = n, m
+        _took(st, b, k, n)
+        if st.left is None:  # the whole batch went in: the next one goes on filling
+            return self._continue(st, arg, off, d, fill, plus, k)
+        st.cap = k
+        self._keep(arg, d, st)
+        return 0
 
     def _stream(self, r: Any, skip: int) -> DirStream:
         """The stream of a listing that starts: ``r`` is what readdir returned; ``skip``
