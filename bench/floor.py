@@ -16,9 +16,9 @@ filesystem's own code, and how much pyfuse's conversions.
         checks and conversions (packing, batching, stream state) cost nothing.
 
 --ll     the inode API's floor (bench/tree_ll.py, for W5 and W1 only, by bench/callgrind.py):
-        lookup and getattr replaced by callbacks that reply a constant prepacked entry or
-        attributes, chosen by the name or inode number (no session look-up, no filesystem
-        call, no conversion): what an ``extern "Python"`` request of the inode API costs.
+        lookup and getattr replaced by callbacks that answer the address of a prebuilt Attr,
+        chosen by the name or inode number (no session look-up, no filesystem call, no
+        conversion): what an ``extern "Python"`` request of the inode API costs.
 
 The constant listing is right for the directories that W1 and W2 list (/small and
 /w2/dNNNNNN); any other listing is served by pyfuse's own callback. Only for W1, W5 and W2
