@@ -52,12 +52,21 @@ def test_llfuse_filesystem_through_the_runner(tmp_path: Any) -> None:
             with pytest.raises(OSError) as ei:
                 os.stat(os.path.join(mnt, name))
             assert ei.value.errno == errno.EIO
-        log = open(tmp_path / "llfs.log").read()
-        assert "lookup 'bad-timeout' in inode 1: the entry returned has entry_timeout=-1" in log
-        assert "lookup 'nan-timeout' in inode 1: the entry returned has attr_timeout=nan" in log
-        assert "lookup 'big-uid' in inode 1: the entry returned has nlink 1, uid 1099511627776, " \
-            "gid 0: beyond 32 bits" in log
-        assert "lookup must return an EntryAttributes, not NoneType" in log
+        said = ["lookup 'bad-timeout' in inode 1: the entry returned has entry_timeout=-1",
+                "lookup 'nan-timeout' in inode 1: the entry returned has attr_timeout=nan",
+                "lookup 'big-uid' in inode 1: the entry returned has nlink 1, uid 1099511627776, "
+                "gid 0: beyond 32 bits",
+                # one line naming the request (its bytes name decoded), then the traceback
+                "lookup 'none' in inode 1 raised TypeError: lookup must return an "
+                "EntryAttributes, not NoneType; replying EIO"]
+        end = time.monotonic() + 10  # the daemon logs after the reply: the client may be first
+        while True:
+            log = open(tmp_path / "llfs.log").read()
+            if all(line in log for line in said) or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        assert [line for line in said if line not in log] == []
+        assert "internal error" not in log
 
 
 def test_runner_maps_llfuse(tmp_path: Any) -> None:

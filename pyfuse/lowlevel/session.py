@@ -180,7 +180,9 @@ class Session(BaseSession):
     def _where(self, op: str, where: Any) -> str:
         if isinstance(where, tuple):
             parent, name = where
-            if not isinstance(name, str):
+            if isinstance(name, bytes):  # a session given bytes names (pyfuse.compat's llfuse)
+                name = os.fsdecode(name)
+            elif not isinstance(name, str):  # a C string
                 name = _decode(name)
             return f"{op} {name!r} in inode {parent}"
         return f"{op} of inode {where}"
