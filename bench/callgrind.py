@@ -189,12 +189,15 @@ from bench.suites import FLOOR_IMPLS  # noqa: E402  (the floor suite's: bench/fl
 from bench.suites import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's daemons)
 
 #: --impls: the tree suite's implementations, the floors of bench/floor.py (the path API's
-#: pyfuse-cffi and pyfuse-fs, the inode API's pyfuse-ll-floor: lookup and getattr cut down to
-#: a constant reply; W5 and W1 only) and the prototype of bench/proto_ll.py (W5 only)
+#: pyfuse-cffi, pyfuse-str and pyfuse-fs, the inode API's pyfuse-ll-floor: lookup and getattr
+#: cut down to a constant reply; W5 and W1 only) and the prototype of bench/proto_ll.py (W5
+#: only)
 IMPLS: dict[str, list[str]] = {
     **TREE_IMPLS,
     "pyfuse-cffi": FLOOR_IMPLS["pyfuse-cffi"],
     "pyfuse-fs": FLOOR_IMPLS["pyfuse-fs"],
+    # the cheapest path API whose handler takes its path as a str (W5 and W1 only)
+    "pyfuse-str": [sys.executable, os.path.join(HERE, "floor.py"), "--str"],
     "pyfuse-ll-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--ll"],
     # the cheapest cffi design of the inode API's lookup and getattr, outside pyfuse, with the
     # tree's own handlers (W5 only)

@@ -2,7 +2,7 @@
 by less, to show how much of a workload's time is the crossing into Python, how much the
 filesystem's own code, and how much pyfuse's conversions.
 
-    python bench/floor.py MOUNTPOINT (--cffi | --fs) [--single] [--nocache]
+    python bench/floor.py MOUNTPOINT (--cffi | --str | --fs) [--single] [--nocache]
     python bench/floor.py MOUNTPOINT --ll [--single] [--nocache]
 
 --cffi  each callback answers a constant without calling the filesystem: getattr the address
@@ -10,6 +10,9 @@ filesystem's own code, and how much pyfuse's conversions.
         reads it there, as it reads any Attr pyfuse's getattr answers), readdir the eight
         entries f00000 ... f00007 with a file's attributes. No session look-up, no path
         decoding, no filesystem call: what an ``extern "Python"`` callback costs by itself.
+--str   as --cffi, but getattr hands the path, decoded to a ``str``, to a plain function that
+        picks the constant by its length and one character: the cheapest path API a handler
+        that takes its path as a ``str`` can have (no session look-up, no checks, no hold).
 --fs    the filesystem's own getattr or readdir runs on the decoded path first: getattr
         answers the Attr it returned as pyfuse does (by address), readdir pulls and drops the
         entries and answers the same constant listing: what pyfuse would measure if its own
@@ -104,6 +107,24 @@ def install_cffi() -> None:
         return _real_readdir(h, path, off, d, fill, plus)
 
 
+def install_str() -> None:
+    file, folder = ATTRS[model.FILE], ATTRS[model.DIR]
+
+    def handler(path: str, fh: object) -> object:  # a filesystem's getattr, as plain as it gets
+        return file if len(path) > 7 and path[-6] == "f" else folder
+
+    @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
+    def getattr_str(h, slot, pathlen, fh=None):
+        b = _OUTS[slot] or _out(slot)
+        return _addressof(handler(b[OUT_NAME:OUT_NAME + pathlen].decode(), fh))
+
+    @ffi.def_extern(name="pyfuse_cb_readdir", onerror=onerror)
+    def readdir_str(h, path, off, d, fill, plus):
+        if off == 0 and _constant_listing(_string(path)):
+            return _fill_constant(d, fill)
+        return _real_readdir(h, path, off, d, fill, plus)
+
+
 def install_fs() -> None:
     @ffi.def_extern(name="pyfuse_cb_getattr", onerror=onerror)
     def getattr_fs(h, slot, pathlen, fh=None):
@@ -163,6 +184,7 @@ def main() -> None:
     p.add_argument("mountpoint")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--cffi", action="store_true")
+    which.add_argument("--str", action="store_true")
     which.add_argument("--fs", action="store_true")
     which.add_argument("--ll", action="store_true")
     p.add_argument("--single", action="store_true")
@@ -176,7 +198,7 @@ def main() -> None:
         install_ll()  # after pyfuse.lowlevel registered its own (at import)
         ll.run(LLTree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
         return
-    (install_cffi if a.cffi else install_fs)()
+    (install_cffi if a.cffi else install_str if a.str else install_fs)()
     pyfuse.run(Tree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
 
 
