@@ -148,6 +148,43 @@ def test_streamed_listing(mount_ops: Any, mnt: str, pages: bool) -> None:
     assert s._listings.requests >= 3  # streamed across requests
 
 
+class Small(Paged):
+    """300 of Paged's names as one list (less than a batch, more than a 4 KiB request holds),
+    from a synchronous or an ``async def`` readdir."""
+
+    def __init__(self, is_async: bool) -> None:
+        super().__init__()
+        self.is_async = is_async
+        self.calls = 0
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:  # type: ignore[override]
+        self.calls += 1
+        entries = [self._entry(i) for i in range(offset, 300)]
+        if not self.is_async:
+            return entries
+
+        async def later() -> list[Any]:
+            await asyncio.sleep(0)
+            return entries
+        return later()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("readdirplus", ["off", "always"])
+@pytest.mark.parametrize("is_async", [False, True], ids=["def", "async"])
+def test_small_list_across_requests(mount_ops: Any, mnt: str, readdirplus: str,
+                                    is_async: bool) -> None:
+    """A listing's first batch that the first request cannot hold (Listings._first's kept
+    rest), whether served at the call or once the handler's coroutine has finished: every
+    entry once, in order, across requests, from the rest kept (readdir called once)."""
+    ops = Small(is_async)
+    mount_ops(ops, config=Config(readdirplus=readdirplus))
+    counts = entries_per_read(mnt)
+    assert sum(counts) == 300 and len(counts) > 1, counts
+    assert ops.calls == 1
+    assert os.listdir(mnt) == [f"n{i}" for i in range(300)]
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("readdirplus", ["off", "always"])
 def test_every_reply_but_the_last_is_full(tmp_path: Any, readdirplus: str) -> None:

@@ -140,10 +140,15 @@ def _fill(fill: Any, st: DirStream, b: Batch) -> int:
         _fill_timeouts(fill, *st.timeouts)
     k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
     if k < 0:
-        raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
-                         f"{culprit(b, -k, st.pos)}")
+        raise _refusal(b, -k, st.pos)
     _took(st, b, k, n)
     return k
+
+
+def _refusal(b: Batch, err: int, base: int) -> BadListing:
+    """C refused batch ``b`` with errno ``err``: what is raised, naming the entry (``base``:
+    the listing's entries before the batch)."""
+    return BadListing(f"{FILL_ERRORS.get(err, 'readdir: invalid batch')}: {culprit(b, err, base)}")
 
 
 def _took(st: DirStream, b: Batch, k: int, n: int) -> None:
@@ -321,8 +326,7 @@ class Listings:
             b = _pack(mode, batch)
             k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, 0)
             if k < 0:
-                raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
-                                 f"{culprit(b, -k, 0)}")
+                raise _refusal(b, -k, 0)
         except BaseException as e:
             if batch is not r:
                 DirStream(r).close()  # a generator's finally: runs, as _continue's close does

@@ -180,7 +180,7 @@ class Session(BaseSession):
     def _where(self, op: str, where: Any) -> str:
         if isinstance(where, tuple):
             parent, name = where
-            if isinstance(name, bytes):  # a session given bytes names (pyfuse.compat's llfuse)
+            if isinstance(name, bytes):  # bytes names: pyfuse.compat's llfuse and pyfuse3
                 name = os.fsdecode(name)
             elif not isinstance(name, str):  # a C string
                 name = _decode(name)
