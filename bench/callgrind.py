@@ -201,6 +201,10 @@ IMPLS: dict[str, list[str]] = {
     "pyfuse-ll-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--ll"],
     # the cheapest cffi design of the inode API's lookup and getattr, outside pyfuse, with the
     # tree's own handlers (W5 only)
+    # the cheapest way to serve bench/peers/llfuse_tree.py unchanged, and the same with its
+    # EntryAttributes read by C as they are (W5 and W1 only)
+    "llfuse-compat-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--llfuse"],
+    "llfuse-compat-at": [sys.executable, os.path.join(HERE, "floor.py"), "--llfuse-at"],
     "proto-ll": [sys.executable, os.path.join(HERE, "proto_ll.py")],
     "proto-ll-addr": [sys.executable, os.path.join(HERE, "proto_ll.py"), "--by-address"],
 }

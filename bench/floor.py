@@ -4,6 +4,7 @@ filesystem's own code, and how much pyfuse's conversions.
 
     python bench/floor.py MOUNTPOINT (--cffi | --str | --fs) [--single] [--nocache]
     python bench/floor.py MOUNTPOINT --ll [--single] [--nocache]
+    python bench/floor.py MOUNTPOINT (--llfuse | --llfuse-at) [--single] [--nocache]
 
 --cffi  each callback answers a constant without calling the filesystem: getattr the address
         of a prebuilt Attr (a file's or a directory's, chosen by one byte of the raw path; C
@@ -22,6 +23,17 @@ filesystem's own code, and how much pyfuse's conversions.
         lookup and getattr replaced by callbacks that answer the address of a prebuilt Attr,
         chosen by the name or inode number (no session look-up, no filesystem call, no
         conversion): what an ``extern "Python"`` request of the inode API costs.
+
+--llfuse the cheapest way to serve an llfuse program unchanged (bench/peers/llfuse_tree.py, its
+        own handlers, W5 and W1 only): lookup and getattr callbacks that call the program's
+        method with the name's bytes and one prebuilt RequestContext (never refreshed) and pack
+        the EntryAttributes it returns into the thread's out struct with one ``pack_into``,
+        inside llfuse's lock (taken by C, as pyfuse.compat does). No session look-up, no
+        adapter frame, no check: what an llfuse face costs if its only work is llfuse's.
+--llfuse-at as --llfuse, but an EntryAttributes costs nothing to convert: C reads a copy of
+        its values made the first time it is seen (kept by its ``id``; the tree keeps each), at
+        its address, as if the object were its own C struct (as llfuse's is). The session's
+        timeouts are 0 here, the tree's own (--nocache).
 
 The constant listing is right for the directories that W1 and W2 list (/small and
 /w2/dNNNNNN); any other listing is served by pyfuse's own callback. Only for W1, W5 and W2
@@ -179,6 +191,82 @@ def install_ll() -> None:
     _KEPT.append(kept_ino)
 
 
+def install_llfuse(at: bool) -> None:
+    import pyfuse.compat.llfuse as compat
+    from pyfuse import Attr
+    from pyfuse.lowlevel._replies import ENTRY_STRUCT
+
+    sys.modules["llfuse"] = compat  # as python -m pyfuse.compat does
+    held: list[object] = []
+    init, config = compat.init, compat.Config
+
+    def init_floor(ops, mountpoint, options=compat.default_options):  # noqa: ANN001, ANN202
+        held.append(ops)
+        init(ops, mountpoint, options)
+    compat.init = init_floor
+    if at:  # C replies an Attr at its address with the session's timeouts: the tree's, 0
+        class Untimed(config):  # type: ignore[misc, valid-type]
+            def __init__(self, **kw: object) -> None:
+                super().__init__(**{**kw, "entry_timeout": 0, "attr_timeout": 0})
+        compat.Config = Untimed
+    ctx = compat.RequestContext()
+    error, put = compat.FUSEError, ENTRY_STRUCT.pack_into
+    entry_out, attr_out = lib.PYFUSE_REPLY_ENTRY_OUT, lib.PYFUSE_REPLY_ATTR_OUT
+    name_at, outs = OUT_NAME, _OUTS
+    copies: dict[int, int] = {}  # --llfuse-at: an EntryAttributes' id -> its copy's address
+
+    def copy(a) -> int:  # noqa: ANN001
+        c = Attr(mode=a.st_mode, ino=a.st_ino, nlink=a.st_nlink, size=a.st_size)
+        _KEPT.append(c)
+        r = copies[id(a)] = _addressof(c)
+        return r
+
+    if at:
+        @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
+        def lookup_at(h, slot, parent, namelen):
+            b = outs[slot] or _out(slot)
+            try:
+                a = held[0].lookup(parent, b[name_at:name_at + namelen], ctx)
+            except error as e:
+                return -e.errno
+            return copies.get(id(a)) or copy(a)
+
+        @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
+        def getattr_at(h, slot, ino, fh=None):
+            try:
+                a = held[0].getattr(ino, ctx)
+            except error as e:
+                return -e.errno
+            return copies.get(id(a)) or copy(a)
+        return
+
+    # the answer packed inline, the fifteen values read by the frame (as the compat face's
+    # pack_entry_into, without its call)
+    @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
+    def lookup_llfuse(h, slot, parent, namelen):
+        b = outs[slot] or _out(slot)
+        try:
+            a = held[0].lookup(parent, b[name_at:name_at + namelen], ctx)
+        except error as e:
+            return -e.errno
+        put(b, 0, a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+            a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns, a.generation,
+            a.entry_timeout, a.attr_timeout)
+        return entry_out
+
+    @ffi.def_extern(name="pyfuse_ll_cb_getattr", onerror=onerror)
+    def getattr_llfuse(h, slot, ino, fh=None):
+        try:
+            a = held[0].getattr(ino, ctx)
+        except error as e:
+            return -e.errno
+        b = outs[slot] or _out(slot)
+        put(b, 0, a.st_mode, a.st_ino, a.st_nlink, a.st_uid, a.st_gid, a.st_size, a.st_blocks,
+            a.st_rdev, a.st_blksize, a.st_atime_ns, a.st_mtime_ns, a.st_ctime_ns, a.generation,
+            a.entry_timeout, a.attr_timeout)
+        return attr_out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("mountpoint")
@@ -187,6 +275,8 @@ def main() -> None:
     which.add_argument("--str", action="store_true")
     which.add_argument("--fs", action="store_true")
     which.add_argument("--ll", action="store_true")
+    which.add_argument("--llfuse", action="store_true")
+    which.add_argument("--llfuse-at", action="store_true")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
     a = p.parse_args()
@@ -197,6 +287,12 @@ def main() -> None:
         from bench.tree_ll import Tree as LLTree
         install_ll()  # after pyfuse.lowlevel registered its own (at import)
         ll.run(LLTree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
+        return
+    if a.llfuse or a.llfuse_at:
+        install_llfuse(a.llfuse_at)  # after pyfuse.lowlevel registered its own (at import)
+        from bench.peers import llfuse_tree
+        llfuse_tree.main([a.mountpoint, *(["--single"] if a.single else []),
+                          *(["--nocache"] if a.nocache else [])])
         return
     (install_cffi if a.cffi else install_str if a.str else install_fs)()
     pyfuse.run(Tree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")

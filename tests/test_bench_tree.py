@@ -145,6 +145,22 @@ def test_inode_floor_answers_w5_and_w1_like_the_tree(tmp_path: str,
             os.lstat(os.path.join(mnt, "small", "f00008"))
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["--llfuse", "--llfuse-at"])
+def test_llfuse_face_floors_serve_the_tree(mode: str, expected: dict[str, object],
+                                           tmp_path: str, bench_env: dict[str, str]) -> None:
+    """bench/floor.py --llfuse and --llfuse-at (llfuse-compat-floor and llfuse-compat-at,
+    bench/callgrind.py) serve bench/peers/llfuse_tree.py's whole tree as cref serves it: their
+    lookup and getattr run the program's own methods (a FUSEError as its errno) and answer what
+    they return."""
+    mnt = str(tmp_path)
+    argv = [sys.executable, os.path.join(ROOT, "bench", "floor.py"), mnt, mode, "--single",
+            "--nocache"]
+    with testing.mounted_process(argv, mnt, env=bench_env):
+        got = snapshot(mnt)
+    assert got == expected
+
+
 @pytest.mark.timeout(60)
 def test_prepared_inode_listing_is_the_generated_one(tmp_path: str,
                                                     bench_env: dict[str, str]) -> None:
