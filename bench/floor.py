@@ -221,6 +221,8 @@ def install_llfuse(at: bool) -> None:
         r = copies[id(a)] = _addressof(c)
         return r
 
+    # Each variant's pair is written out: one body testing ``at`` measured 1 % more a W5
+    # (29,401 -> 29,684), and a floor is the cheapest the design can be.
     if at:
         @ffi.def_extern(name="pyfuse_ll_cb_lookup", onerror=onerror)
         def lookup_at(h, slot, parent, namelen):
