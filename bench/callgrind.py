@@ -45,7 +45,8 @@ from typing import Callable
 Op = Callable[[str], None]
 
 
-def _wait(mnt: str, seconds: float = 300) -> None:
+def wait_mount(mnt: str, seconds: float = 300) -> None:
+    """Return once ``mnt`` is a mount point; SystemExit after ``seconds``."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         with open("/proc/self/mountinfo") as f:
@@ -69,7 +70,7 @@ def measure(argv: list[str], cwd: str, warm: Op, work: Op, n: int,
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
                           *argv, mnt], cwd=cwd, env=env, stderr=subprocess.DEVNULL)
     try:
-        _wait(mnt)
+        wait_mount(mnt)
         warm(mnt)
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True, check=True)
         work(mnt)

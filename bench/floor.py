@@ -67,8 +67,8 @@ FILE = pack_attr(ATTRS[model.FILE])
 #: getattr's constant answers: where C reads a file's and a directory's attributes (the
 #: address of an Attr, as pyfuse answers one; the tree's module keeps them alive)
 FILE_AT, DIR_AT = _addressof(ATTRS[model.FILE]), _addressof(ATTRS[model.DIR])
-#: the inode API floor's Attrs, alive while C reads them at their addresses
-_KEPT: list[dict[object, object]] = []
+#: the Attrs the inode API's floors answer, alive while C reads them at their addresses
+_KEPT: list[object] = []
 _string = ffi.string
 _real_readdir = _callbacks.pyfuse_cb_readdir
 

@@ -25,13 +25,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.dirname(HERE))
 from bench import workloads  # noqa: E402
-from bench.callgrind import IMPLS  # noqa: E402
+from bench.callgrind import IMPLS, wait_mount  # noqa: E402
 from bench.pinned import default_cpu, one_cpu  # noqa: E402
-
-
-def _mounted(mnt: str) -> bool:
-    with open("/proc/self/mountinfo") as f:
-        return f" {mnt} " in f.read()
 
 
 def run(impls: list[str], workload: str, rounds: int, reps: int) -> dict[str, list[float]]:
@@ -45,12 +40,8 @@ def run(impls: list[str], workload: str, rounds: int, reps: int) -> dict[str, li
             procs.append(subprocess.Popen([*IMPLS[name], mnts[name], "--single", "--nocache"],
                                           cwd=os.path.dirname(HERE),
                                           stderr=subprocess.DEVNULL))
-        for name, mnt in mnts.items():
-            deadline = time.monotonic() + 60
-            while not _mounted(mnt):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"pinned_floor: {name} did not mount at {mnt} in 60 s")
-                time.sleep(0.1)
+        for mnt in mnts.values():
+            wait_mount(mnt, 60)
             fn(mnt)  # warm: the interpreter's and the daemon's caches
             fn(mnt)
         order = list(mnts.items())
