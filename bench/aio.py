@@ -10,11 +10,21 @@ daemon's threads.
   (default loop: up to 10 workers);
 - pyfuse3: bench/peers/pyfuse3_latency.py, trio, up to 512 worker tasks;
 - pyfuse3-compat: the same file through ``python -m pyfuse.compat`` (pyfuse.compat.pyfuse3).
+
+``python bench/aio.py --against CHECKOUT [--rounds R] [--calls K]`` compares A256 across two
+builds: pyfuse-ll of this checkout, pyfuse-ll of CHECKOUT (another checkout with its compiled
+module built in place, run with PYTHONPATH=CHECKOUT) and pyfuse3, mounted at once; each round
+starts a fresh client per daemon, in rotating order, which warms up with one call and then
+times K calls of 256 threads x 10 reads. Prints requests per second, each round and the mean,
+median and range, and each daemon's CPU time a read (user and system, from /proc: at 256 reads
+in flight on two CPUs the client is most of the machine, and the rates meet at its ceiling).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +35,7 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 PY = sys.executable
 DELAY = "0.01"
+ASYNC_READS = 10  # bench/workloads.py's: reads a thread makes in one call of AN
 
 AIO_IMPLS: dict[str, list[str]] = {
     "pyfuse-ll": [PY, "-m", "pyfuse.examples.latency", "{mnt}", "--delay", DELAY],
@@ -122,3 +133,80 @@ def report(summary: dict[str, Any], means: Callable[..., dict[str, dict[str, flo
             target = "pyfuse-ll " + "; ".join(checks) if checks else ""
         lines.append(f"| {w} | " + " | ".join(cells) + f" | {target} |")
     return lines + [""]
+
+
+#: --against's client: one warm-up call, then K timed calls of A256; prints requests per second
+AB_CLIENT = """
+import sys, time
+sys.path.insert(0, sys.argv[3])
+from bench import workloads
+run = workloads._concurrent(256)
+mnt, calls = sys.argv[1], int(sys.argv[2])
+run(mnt)
+t = time.perf_counter()
+for _ in range(calls):
+    run(mnt)
+if workloads.ASYNC_READS != int(sys.argv[4]):
+    raise SystemExit("bench/aio.py's ASYNC_READS differs from bench/workloads.py's")
+print(calls * 256 * workloads.ASYNC_READS / (time.perf_counter() - t))
+"""
+
+
+def against(other: str, rounds: int, calls: int) -> dict[str, list[float]]:
+    """A256 of this checkout's pyfuse-ll, ``other``'s and pyfuse3, in rotating rounds."""
+    from pyfuse import testing
+
+    impls = {"pyfuse-ll": (AIO_IMPLS["pyfuse-ll"], ROOT),
+             f"pyfuse-ll ({os.path.basename(os.path.abspath(other))})":
+                 (AIO_IMPLS["pyfuse-ll"], os.path.abspath(other)),
+             "pyfuse3": (AIO_IMPLS["pyfuse3"], ROOT)}
+    rates: dict[str, list[float]] = {name: [] for name in impls}
+    cpu: dict[str, list[float]] = {name: [] for name in impls}  # daemon CPU us a read
+    reads = (calls + 1) * 256 * ASYNC_READS
+    dirs = {name: tempfile.mkdtemp(prefix="bench-aio-ab-") for name in impls}
+    try:
+        with contextlib.ExitStack() as stack:
+            pids = {name: stack.enter_context(testing.mounted_process(
+                [a.format(mnt=dirs[name]) for a in argv], dirs[name],
+                env=dict(os.environ, PYTHONPATH=path))).pid
+                for name, (argv, path) in impls.items()}
+            names = list(impls)
+            for r in range(rounds):
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    before = cpu_seconds(pids[name])
+                    out = subprocess.run([PY, "-c", AB_CLIENT, dirs[name], str(calls), ROOT,
+                                          str(ASYNC_READS)],
+                                         capture_output=True, text=True, check=True).stdout
+                    cpu[name].append((cpu_seconds(pids[name]) - before) / reads * 1e6)
+                    rates[name].append(float(out))
+                print(f"round {r + 1}/{rounds}: " + ", ".join(
+                    f"{n} {v[-1]:,.0f}/s" for n, v in rates.items()), flush=True)
+    finally:
+        for d in dirs.values():
+            os.rmdir(d)
+    for name, v in rates.items():
+        print(f"{name}: mean {statistics.mean(v):,.0f}/s, median {statistics.median(v):,.0f}/s,"
+              f" {min(v):,.0f} to {max(v):,.0f}; daemon CPU a read, median "
+              f"{statistics.median(cpu[name]):.1f} us")
+    return rates
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` and its threads so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="A256 of this checkout against another's")
+    p.add_argument("--against", required=True, metavar="CHECKOUT")
+    p.add_argument("--rounds", type=int, default=12)
+    p.add_argument("--calls", type=int, default=3)
+    a = p.parse_args()
+    sys.path.insert(0, ROOT)
+    against(a.against, a.rounds, a.calls)
+
+
+if __name__ == "__main__":
+    main()
