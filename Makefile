@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 APT_PKGS := libfuse3-dev fuse3 pkg-config strace passwd libfuse2
-SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard pyfuse/*.py) \
+SOURCES := pyproject.toml setup.py build_ffi.py $(wildcard csrc/*) $(wildcard csrc/cpython/*) $(wildcard pyfuse/*.py) \
            $(wildcard pyfuse/*/*.py)
 
 .PHONY: demo test test-sanitize test-sdist test-pythons test-originals test-apps test-valgrind \
@@ -97,8 +97,9 @@ test-sdist: deps $(VENV)/.installed
 # pyenv's versions or PATH (pythonX.Y); a
 # missing one fails the target (CI runs it). PYTHONS=3.12 narrows it.
 PYTHONS ?= 3.9 3.10 3.11 3.12 3.13
-CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_errors.py test_async.py \
-              test_memory.py test_docs.py test_compat.py test_lowlevel.py test_serve.py \
+CORE_TESTS := test_build.py test_hello.py test_session.py test_readdir.py test_pull.py \
+              test_errors.py test_async.py test_memory.py test_docs.py test_compat.py \
+              test_lowlevel.py test_serve.py \
               test_async_readdir.py test_caching.py test_shutdown.py test_compat_runner.py \
               test_compat_caps.py test_ll_answers.py test_attr_answers.py test_file_handles.py
 test-pythons: deps

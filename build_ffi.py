@@ -5,7 +5,8 @@ rows of optable.h, written into the cdef here as ``enum pyfuse_op``), the C-to-P
 points (callbacks_cdef.h, plain prototypes wrapped here in ``extern "Python+C"``) and the shim
 sources (every csrc/*.c).
 Compiler and linker flags come from ``pkg-config fuse3``; if libfuse 3 is missing the build stops
-with one line naming the packages to install.
+with one line naming the packages to install. The sources and flags of the package's other C
+module, pyfuse._pull (csrc/cpython/), are here too: setup.py builds it.
 """
 from __future__ import annotations
 
@@ -106,6 +107,12 @@ ffibuilder.set_source(
     extra_compile_args=extra + cflags,
     extra_link_args=ldextra,
 )
+
+#: pyfuse._pull (csrc/cpython/pull.c): the readdir engine's pull of a batch from a listing's
+#: iterator, the one module written against CPython's own API (its stable ABI, as cffi's
+#: module): setup.py builds it beside the shim, with the shim's flags.
+PULL_SOURCES = ["csrc/cpython/pull.c"]
+PULL_ARGS = {"extra_compile_args": extra, "extra_link_args": ldextra, "libraries": ["dl"]}
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

@@ -191,8 +191,8 @@ from bench.suites import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's da
 
 #: --impls: the tree suite's implementations, the floors of bench/floor.py (the path API's
 #: pyfuse-cffi, pyfuse-str and pyfuse-fs, the inode API's pyfuse-ll-floor: lookup and getattr
-#: cut down to a constant reply; W5 and W1 only), pyfuse with bench/proto_split.py's C split
-#: (W3s, W3n) and the prototype of bench/proto_ll.py (W5 only)
+#: cut down to a constant reply; W5 and W1 only) and the prototype of bench/proto_ll.py (W5
+#: only)
 IMPLS: dict[str, list[str]] = {
     **TREE_IMPLS,
     "pyfuse-cffi": FLOOR_IMPLS["pyfuse-cffi"],
@@ -200,8 +200,6 @@ IMPLS: dict[str, list[str]] = {
     # the cheapest path API whose handler takes its path as a str (W5 and W1 only)
     "pyfuse-str": [sys.executable, os.path.join(HERE, "floor.py"), "--str"],
     "pyfuse-ll-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--ll"],
-    # pyfuse with a listing's batches split by bench/proto_split.py's C prototype (W3s, W3n)
-    "pyfuse-csplit": [sys.executable, os.path.join(HERE, "floor.py"), "--csplit"],
     # the cheapest way to serve bench/peers/llfuse_tree.py unchanged, and the same with its
     # EntryAttributes read by C as they are (W5 and W1 only)
     "llfuse-compat-floor": [sys.executable, os.path.join(HERE, "floor.py"), "--llfuse"],

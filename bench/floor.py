@@ -5,7 +5,6 @@ filesystem's own code, and how much pyfuse's conversions.
     python bench/floor.py MOUNTPOINT (--cffi | --str | --fs) [--single] [--nocache]
     python bench/floor.py MOUNTPOINT --ll [--single] [--nocache]
     python bench/floor.py MOUNTPOINT (--llfuse | --llfuse-at) [--single] [--nocache]
-    python bench/floor.py MOUNTPOINT --csplit [--single] [--nocache | --longcache]
 
 --cffi  each callback answers a constant without calling the filesystem: getattr the address
         of a prebuilt Attr (a file's or a directory's, chosen by one byte of the raw path; C
@@ -35,12 +34,6 @@ filesystem's own code, and how much pyfuse's conversions.
         its values made the first time it is seen (kept by its ``id``; the tree keeps each), at
         its address, as if the object were its own C struct (as llfuse's is). The session's
         timeouts are 0 here, the tree's own (--nocache).
-
---csplit pyfuse itself (bench/tree.py as the docs teach it, every callback pyfuse's own), but a
-        listing's batches of (str name, attr) tuples are split by bench/proto_split.py's C
-        prototype (compiled at start-up with ``cc``, Python 3.11 or later) instead of
-        ``batch._split``'s zip and join: what reading a batch in C would make of W3s (the
-        path API's listing with attributes). Other batches go to ``batch._split``.
 
 The constant listing is right for the directories that W1 and W2 list (/small and
 /w2/dNNNNNN); any other listing is served by pyfuse's own callback. Only for W1, W5 and W2
@@ -276,38 +269,6 @@ def install_llfuse(at: bool) -> None:
         return attr_out
 
 
-def install_csplit() -> None:
-    import atexit
-    import shutil
-    import tempfile
-
-    from bench import proto_split
-    from pyfuse._core import batch
-
-    d = tempfile.mkdtemp(prefix="floor-csplit-")
-    atexit.register(shutil.rmtree, d, True)
-    proto_split.build(d)
-    sys.path.insert(0, d)
-    from csplit import split  # type: ignore[import-not-found]
-
-    real = batch._split
-
-    def split_c(entries, fast=True):  # noqa: ANN001, ANN202
-        """batch._split's answer, from C for a batch of (str, attr) tuples: the attrs are
-        (a,) when every entry shares a (batch._pack_attrs packs it once, stride 0)."""
-        if fast and type(entries) is list and type(entries[0]) is tuple:
-            try:
-                names, blob, shared = split(entries)
-            except (TypeError, ValueError):  # UnicodeEncodeError too: batch._split's way
-                pass
-            else:
-                attrs = (entries[0][1],) if shared else tuple(e[1] for e in entries)
-                return names, blob, attrs, None, None
-        return real(entries, fast)
-
-    batch._split = split_c
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("mountpoint")
@@ -318,7 +279,6 @@ def main() -> None:
     which.add_argument("--ll", action="store_true")
     which.add_argument("--llfuse", action="store_true")
     which.add_argument("--llfuse-at", action="store_true")
-    which.add_argument("--csplit", action="store_true")
     p.add_argument("--single", action="store_true")
     p.add_argument("--nocache", action="store_true")
     p.add_argument("--longcache", action="store_true", help="timeouts of an hour, as tree.py's")
@@ -338,10 +298,7 @@ def main() -> None:
         llfuse_tree.main([a.mountpoint, *(["--single"] if a.single else []),
                           *(["--nocache"] if a.nocache else [])])
         return
-    if a.csplit:
-        install_csplit()
-    else:
-        (install_cffi if a.cffi else install_str if a.str else install_fs)()
+    (install_cffi if a.cffi else install_str if a.str else install_fs)()
     pyfuse.run(Tree(), a.mountpoint, threads=not a.single, config=cfg, fsname="pyfuse-floor")
 
 

@@ -1,17 +1,20 @@
 """The C split of a listing's batch, as a prototype outside pyfuse: a small C extension on the
 stable ABI of Python 3.11 (built in a temporary directory with ``cc``) that reads a batch of
 ``(name, attr)`` tuples, collects the names in a tuple, joins them NUL-separated as UTF-8 into
-one ``bytes`` and tells whether every entry shares the first's attr. That is what pyfuse's
+one ``bytes`` and tells whether every entry shares the first's attr: what pyfuse's
 ``batch._split`` does with one ``zip`` and a join for the path API's listings as the docs teach
-them. bench/floor.py --csplit serves the benchmark tree with it in ``batch._split``'s place. Instructions per entry
-(callgrind, a batch of 512 entries split N and 3N times, the difference divided), against
-``batch._split`` and the whole ``batch.pack`` on the same batch:
+them. Two variants check the names in the same pass (``checked``, on a list; ``pull``, which
+steps the docs' generator itself, the design pyfuse._pull, csrc/cpython/pull.c, now builds).
+Instructions per entry (callgrind, a batch of 512 entries split N and 3N times, the difference
+divided), against ``batch._split`` and the whole ``batch.pack`` on the same batch, and the docs'
+generator pulled into a list by ``islice`` (as the engine pulls a batch Python packs) against
+``pull``:
 
     python bench/proto_split.py
 
-docs/performance.md (part 13) has what it printed. The prototype checks nothing but the
-tuples' shape and has a fixed buffer: it bounds what reading the batch in C could save, it is
-not a design.
+docs/performance.md (parts 13 and 14) has what it printed. The prototype's buffer is fixed and
+it refuses where pyfuse would fall back to Python: it bounds what reading the batch in C could
+save, it is not the design.
 """
 from __future__ import annotations
 
@@ -219,7 +222,8 @@ elif row == "islice+checked":
     for _ in range(n):
         csplit.checked(list(islice(gen(), @SIZE@)))
 else:
-    fn = {"c": csplit.split, "checked": csplit.checked, "split": B._split, "pack": lambda b: B.pack(0, b)}[row]
+    fn = {"c": csplit.split, "checked": csplit.checked, "split": B._split,
+          "pack": lambda b: B.pack(0, b)}[row]
     for _ in range(n):
         fn(b)
 """.replace("@SIZE@", str(SIZE))

@@ -235,6 +235,10 @@ int pyfuse_get_context(struct pyfuse_ctx *out);
 int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, int n,
                 const char *offs, const char *attrs, size_t attr_stride, const char *inos,
                 int64_t base);
+/* pyfuse_fill for names checked already, as pyfuse._pull checks them (csrc/cpython/pull.c):
+ * n NUL-separated names, each not empty, without '/', at most 255 bytes, none twice. */
+int pyfuse_fill_checked(struct pyfuse_fill *fill, const char *names, int n, const char *offs,
+                        const char *attrs, size_t attr_stride, const char *inos, int64_t base);
 
 void pyfuse_log_init(void);
 

@@ -337,10 +337,6 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
                 const char *offs, const char *attrs, size_t attr_stride, const char *inos,
                 int64_t base)
 {
-    const char *p = names, *converted = NULL;
-    struct pyfuse_attr a = { 0 };
-    struct stat st;
-    int64_t off;
     int res;
 
     if (n <= 0)
@@ -349,6 +345,19 @@ int pyfuse_fill(struct pyfuse_fill *f, const char *names, size_t names_len, int 
                       (f->req != NULL ? pyfuse_ll_of(f->req) : pyfuse_current())->cfg.dup_names);
     if (res != 0)
         return res;
+    return pyfuse_fill_checked(f, names, n, offs, attrs, attr_stride, inos, base);
+}
+
+int pyfuse_fill_checked(struct pyfuse_fill *f, const char *names, int n, const char *offs,
+                        const char *attrs, size_t attr_stride, const char *inos, int64_t base)
+{
+    const char *p = names, *converted = NULL;
+    struct pyfuse_attr a = { 0 };
+    struct stat st;
+    int64_t off;
+
+    if (n <= 0)
+        return 0;
     if (f->req != NULL)
         return ll_fill(f, names, n, offs, attrs, attr_stride, inos, base);
     for (int i = 0; i < n; i++) {

@@ -174,11 +174,27 @@ def test_missing_libfuse_gives_one_line(tmp_path):
     assert len(lines) == 1 and "libfuse3-dev" in lines[0], r.stderr
 
 
+#: builds pyfuse._pull as setup.py declares it, with build_ffi.py's sources and flags
+_BUILD_PULL = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import build_ffi
+from setuptools import Distribution, Extension
+ext = Extension("pyfuse._pull", build_ffi.PULL_SOURCES, py_limited_api=True,
+                define_macros=[("Py_LIMITED_API", "0x03090000")], **build_ffi.PULL_ARGS)
+dist = Distribution({"ext_modules": [ext], "script_args": [
+    "build_ext", "--build-temp", sys.argv[2], "--build-lib", sys.argv[2], "--force"]})
+dist.parse_command_line()
+dist.run_commands()
+"""
+
+
 @pytest.mark.timeout(300)
-def test_shim_is_optimised_whatever_cflags_say(tmp_path):
+@pytest.mark.parametrize("module,source", [("shim", "lowlevel.c"), ("pull", "pull.c")])
+def test_modules_are_optimised_whatever_cflags_say(tmp_path, module, source):
     """setuptools >= 75.7 no longer passes CPython's -O3 -DNDEBUG, and a user's CFLAGS may say
     -O0: build_ffi.py puts -O2 -DNDEBUG last on every compile line of the shim (checked on the
-    line that compiles csrc/lowlevel.c, the hot trampolines)."""
+    line that compiles csrc/lowlevel.c, the hot trampolines) and of pyfuse._pull."""
     if not os.path.exists(os.path.join(ROOT, "build_ffi.py")):
         pytest.skip("needs the source tree's build_ffi.py")
     if importlib.util.find_spec("setuptools") is None or shutil.which("cc") is None \
@@ -188,13 +204,14 @@ def test_shim_is_optimised_whatever_cflags_say(tmp_path):
     # a copy: the compiler writes its objects beside the sources (a link would put them into
     # the checkout's csrc/, where make would then try to rebuild them)
     shutil.copytree(os.path.join(ROOT, "csrc"), tmp_path / "csrc")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import build_ffi; "
-            "build_ffi.ffibuilder.compile(tmpdir=sys.argv[2], verbose=True)")
+    code = _BUILD_PULL if module == "pull" else (
+        "import sys; sys.path.insert(0, sys.argv[1]); import build_ffi; "
+        "build_ffi.ffibuilder.compile(tmpdir=sys.argv[2], verbose=True)")
     env = dict(os.environ, CFLAGS="-O0 -UNDEBUG")
     out = subprocess.run([sys.executable, "-c", code, ROOT, str(tmp_path)], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=280)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    line = next(ln for ln in (out.stdout + out.stderr).splitlines() if "lowlevel.c" in ln
+    line = next(ln for ln in (out.stdout + out.stderr).splitlines() if source in ln
                 and " -c " in ln)
     flags = [f for f in line.split() if re.fullmatch(r"-O\w*|-[DU]NDEBUG", f)]
     assert "-O0" in flags and "-UNDEBUG" in flags  # the user's CFLAGS reached the line...

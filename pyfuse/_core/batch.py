@@ -2,7 +2,9 @@
 NUL-separated buffer, attributes in one array, offsets and inode numbers in others, checked
 on the way (the offset mode of the listing, names, attributes); the readdir engine
 (:mod:`pyfuse._core.readdir`) pulls the batches and hands them to C. :func:`pack` makes a
-:class:`Batch`; :func:`culprit` names the entry C refused.
+:class:`Batch` of entries pulled by Python; :func:`pull` pulls a batch from an iterator and,
+for the docs' ``(name, attr)`` tuples, packs it in C as it goes (``pyfuse._pull``);
+:func:`hand` gives a batch to C, and :func:`culprit` names the entry C refused.
 """
 from __future__ import annotations
 
@@ -10,14 +12,16 @@ import errno
 import stat
 import struct
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+from .. import _pull
 from .._pyfuse_c import ffi, lib
-from ..errors import BadReturn
+from ..errors import BadListing, BadReturn
 from ..types import DirEntry
 from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
 
-__all__ = ["Batch", "pack", "culprit", "FILL_ERRORS", "POSITIONAL", "OFFSETS", "UNKNOWN"]
+__all__ = ["Batch", "pack", "pull", "PULL", "hand", "culprit", "FILL_ERRORS", "POSITIONAL",
+           "OFFSETS", "UNKNOWN"]
 
 #: A listing's offset mode (struct pyfuse_dir's), fixed by its first batch.
 POSITIONAL: int = lib.PYFUSE_DIR_POSITIONAL
@@ -26,6 +30,8 @@ UNKNOWN: int = lib.PYFUSE_DIR_UNKNOWN
 _ATTR_SIZE = ATTR_STRUCT.size
 _OFF_SIZE = 8  # the offsets and inode numbers handed to C: int64_t, uint64_t
 _NULL = ffi.NULL
+_fill_c = lib.pyfuse_fill
+_fill_checked = lib.pyfuse_fill_checked
 #: struct packers of n offsets ("q") or inode numbers ("Q"), by (code, n), for n up to
 #: lib.PYFUSE_READDIR_BATCH (a batch is at most that, but for an async listing's own)
 _PACKERS: dict[tuple[str, int], Callable[..., bytes]] = {}
@@ -45,26 +51,41 @@ def _int64s(code: str, values: Any) -> bytes:
 
 
 class Batch:
-    """Entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding), packed
-    attributes with their stride (0: one shared), offsets (``None``: positional), inode numbers
-    that replace the attributes' (``None``: none)."""
+    """``n`` entries packed for ``lib.pyfuse_fill``: names (and their NUL-separated encoding),
+    packed attributes with their stride (0: one shared), offsets (``None``: positional), inode
+    numbers that replace the attributes' (``None``: none). ``checked``: the names were checked
+    as they were packed (:func:`pull`), so C takes them as they are (``pyfuse_fill_checked``);
+    such a batch keeps no names but their encoding (:meth:`names_of`)."""
 
-    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c", "inos", "inos_c")
+    __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c", "inos", "inos_c", "n",
+                 "checked")
 
     def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
-                 offs_c: Any, inos: Any = None, inos_c: Any = _NULL) -> None:
+                 offs_c: Any, inos: Any = None, inos_c: Any = _NULL, n: int = -1,
+                 checked: bool = False) -> None:
         self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
         self.offs, self.offs_c, self.inos, self.inos_c = offs, offs_c, inos, inos_c
+        self.n = len(names) if n < 0 else n
+        self.checked = checked
+
+    def names_of(self) -> Any:
+        """The entries' names (a checked batch's decoded from its encoding)."""
+        if self.names is None:
+            return self.blob.decode(ENC, "surrogateescape").split("\0")
+        return self.names
 
     def rest(self, k: int) -> Batch:
-        """The entries from k on, still packed (the names are joined again: C speed)."""
-        names = self.names[k:]
-        return Batch(names, _join(names),
-                      self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
-                      None if self.offs is None else self.offs[k:],
-                      self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:],
-                      None if self.inos is None else self.inos[k:],
-                      self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:])
+        """The entries from k on, still packed (the names are joined again, or a checked
+        batch's encoding cut after its k-th name: C speed)."""
+        names = None if self.checked else self.names[k:]
+        return Batch(names,
+                     self.blob.split(b"\0", k)[k] if names is None else _join(names),
+                     self.attrs[k * self.stride:] if self.stride else self.attrs, self.stride,
+                     None if self.offs is None else self.offs[k:],
+                     self.offs_c if self.offs is None else self.offs_c[k * _OFF_SIZE:],
+                     None if self.inos is None else self.inos[k:],
+                     self.inos_c if self.inos is None else self.inos_c[k * _OFF_SIZE:],
+                     self.n - k, self.checked)
 
 
 if sys.version_info >= (3, 10):
@@ -197,6 +218,63 @@ FILL_ERRORS = {
 }
 
 
+#: pyfuse._pull.pull, or None where it is not offered (Python 3.9: see csrc/cpython/pull.c)
+PULL: Optional[Callable[..., Any]] = _pull.pull if _pull.available else None
+if _pull.MAX_BATCH < lib.PYFUSE_READDIR_BATCH:  # csrc/cpython/pull.c's, the shim's
+    raise ImportError(f"pyfuse._pull takes batches of at most {_pull.MAX_BATCH} entries, "
+                      f"the shim's are of {lib.PYFUSE_READDIR_BATCH}: rebuild pyfuse")
+
+
+_MIXED = ("readdir changed between positional entries (offset 0) and entries with offsets "
+          "within one listing")
+
+
+def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Optional[Exception],
+                                                bool]:
+    """Pull up to ``size`` entries from the listing's iterator ``it`` in C (:data:`PULL`, not
+    None), whose listing has the offset mode ``mode``; returns ``(batch, entries, error,
+    ended)``:
+
+    - the docs' ``(str name, attr)`` and ``(str name, attr, offset)`` tuples come packed
+      (``batch``, checked; ``entries`` empty);
+    - at the first entry C does not take (another shape, a name to refuse or to encode with
+      surrogateescape) C pulls the rest of the batch as it comes, and ``batch`` is None:
+      ``entries`` are all the batch's entries, as the engine pulls them, for :func:`pack`;
+    - ``error``: what the iterator raised (an Exception; any other is raised here), with the
+      entries pulled before it in ``entries`` (``batch`` None);
+    - ``ended``: the iterator has no more (exhausted, or it raised).
+
+    Raises BadReturn, as :func:`pack` does, for a batch whose attrs do not pack or whose
+    offset mode is not the listing's."""
+    assert PULL is not None
+    blob, k, shared, attrs, offs_c, rest, err = PULL(it, size)
+    if rest is None and err is None:
+        if not k:
+            return None, [], None, True
+        if offs_c is not None and mode == POSITIONAL or offs_c is None and mode == OFFSETS:
+            raise BadReturn(_MIXED)
+        try:
+            attrs_c, stride = ((_NULL, 0) if attrs is None else (_packed(attrs), 0)) \
+                if shared else _pack_attrs(attrs)
+        except Exception as e:
+            raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
+        return Batch(None, blob, attrs_c, stride,
+                     None if offs_c is None else memoryview(offs_c).cast("q"),
+                     _NULL if offs_c is None else offs_c, n=k, checked=True), [], None, k < size
+    if err is not None and not isinstance(err, Exception):
+        raise err
+    # the entries C took, as Python would have pulled them, then the rest as they came
+    entries: list[Any] = []
+    if k:
+        names = blob.decode(ENC, "surrogateescape").split("\0")
+        attrs = (attrs,) * k if shared else attrs
+        entries = list(zip(names, attrs) if offs_c is None else
+                       zip(names, attrs, memoryview(offs_c).cast("q")))
+    if rest is not None:
+        entries += rest
+    return None, entries, err, err is not None or len(entries) < size
+
+
 def pack(mode: int, batch: list[Any]) -> Batch:
     """Pack a batch of entries for C, checking that it keeps to the listing's offset mode
     ``mode`` (UNKNOWN before its first batch); the batch's own mode is POSITIONAL if its
@@ -220,8 +298,7 @@ def _pack(listing_mode: int, batch: list[Any], fast: bool) -> Batch:
             raise BadReturn(f"readdir yielded an invalid offset: {bad!r:.80}") from None
         mode = OFFSETS
     if listing_mode != mode and listing_mode != UNKNOWN:
-        raise BadReturn("readdir changed between positional entries (offset 0) and "
-                        "entries with offsets within one listing")
+        raise BadReturn(_MIXED)
     try:
         attrs_c, stride = (_NULL, 0) if attrs is None else _pack_attrs(attrs)
     except Exception as e:
@@ -240,6 +317,20 @@ def _pack(listing_mode: int, batch: list[Any], fast: bool) -> Batch:
                   inos, inos_c)
 
 
+def hand(fill: Any, b: Batch, base: int) -> int:
+    """Hand batch ``b`` to C's filler ``fill`` (``lib.pyfuse_fill``, or for names checked
+    already ``pyfuse_fill_checked``), the listing's entries before it ``base``: how many the
+    kernel buffer took. Raises BadListing, naming the entry, for an entry C refused."""
+    if b.checked:
+        k = _fill_checked(fill, b.blob, b.n, b.offs_c, b.attrs, b.stride, b.inos_c, base)
+    else:
+        k = _fill_c(fill, b.blob, len(b.blob), b.n, b.offs_c, b.attrs, b.stride, b.inos_c, base)
+    if k < 0:
+        raise BadListing(f"{FILL_ERRORS.get(-k, 'readdir: invalid batch')}: "
+                         f"{culprit(b, -k, base)}")
+    return k
+
+
 def _int64(v: Any, signed: bool) -> bool:
     """Whether ``v`` packs as one (signed or unsigned) 64-bit integer."""
     try:
@@ -252,25 +343,26 @@ def _int64(v: Any, signed: bool) -> bool:
 def culprit(b: Batch, err: int, base: int) -> str:
     """Which entry C refused: "entry N of the listing ('name')" (looked for only on error);
     ``base``: the entries of the listing before this batch."""
-    names = [n.encode(ENC, "surrogateescape") if isinstance(n, str) else n for n in b.names]
+    shown = b.names_of()
+    names = [n.encode(ENC, "surrogateescape") if isinstance(n, str) else n for n in shown]
     seen: set[bytes] = set()
     for i, raw in enumerate(names):
         if err == errno.EINVAL and (not raw or b"/" in raw or b"\0" in raw) \
                 or err == errno.ENAMETOOLONG and len(raw) > 255 \
                 or err == errno.EEXIST and raw in seen:
-            return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
+            return f"entry {base + i} of the listing ({shown[i]!r:.80})"
         seen.add(raw)
         if err == errno.ERANGE and b.offs is not None and b.offs[i] <= 0:
-            return f"entry {base + i} of the listing ({b.names[i]!r:.80}, offset {b.offs[i]})"
+            return f"entry {base + i} of the listing ({shown[i]!r:.80}, offset {b.offs[i]})"
         if err == errno.EDOM and b.attrs and raw not in (b".", b".."):
             fields = ATTR_STRUCT.unpack(b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE])
             if fields[0] and (b.inos[i] if b.inos is not None else fields[1]) == 0:
-                return f"entry {base + i} of the listing ({b.names[i]!r:.80})"
+                return f"entry {base + i} of the listing ({shown[i]!r:.80})"
         if err == errno.EBADMSG and b.attrs:
             a = b.attrs[i * b.stride:i * b.stride + _ATTR_SIZE]
             mode = ATTR_STRUCT.unpack(a)[0] if len(a) == _ATTR_SIZE else 0
             if mode and stat.S_IFMT(mode) not in _FILE_TYPES:
-                return f"entry {base + i} of the listing ({b.names[i]!r:.80}, mode {mode:#o})"
+                return f"entry {base + i} of the listing ({shown[i]!r:.80}, mode {mode:#o})"
     return f"one of entries {base} to {base + len(names) - 1} of the listing"
 
 

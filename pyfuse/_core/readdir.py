@@ -17,9 +17,11 @@ from time import perf_counter_ns
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
 
 from .._pyfuse_c import lib
-from ..errors import BadListing, BadReturn
-from .batch import FILL_ERRORS, OFFSETS, POSITIONAL, UNKNOWN, Batch, culprit
+from ..errors import BadReturn
+from .batch import OFFSETS, POSITIONAL, PULL, UNKNOWN, Batch
+from .batch import hand as _hand
 from .batch import pack as _pack
+from .batch import pull as _pull
 from .dispatch import log
 
 __all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", "PENDING"]
@@ -30,7 +32,6 @@ __all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", 
 #: against the C duplicate-name table.
 READDIR_BATCH: int = lib.PYFUSE_READDIR_BATCH
 
-_fill_c = lib.pyfuse_fill
 _fill_timeouts = lib.pyfuse_ll_fill_timeouts
 _Coro = types.CoroutineType
 _Gen = types.GeneratorType
@@ -135,20 +136,11 @@ def _aclose_now(ait: Any) -> None:
 def _fill(fill: Any, st: DirStream, b: Batch) -> int:
     """Hand a packed batch to C; returns how many entries the kernel buffer took. The rest, if
     any, is kept packed in ``st.left`` for the next request."""
-    n = len(b.names)
     if st.timeouts is not None:
         _fill_timeouts(fill, *st.timeouts)
-    k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, st.pos)
-    if k < 0:
-        raise _refusal(b, -k, st.pos)
-    _took(st, b, k, n)
+    k = _hand(fill, b, st.pos)
+    _took(st, b, k, b.n)
     return k
-
-
-def _refusal(b: Batch, err: int, base: int) -> BadListing:
-    """C refused batch ``b`` with errno ``err``: what is raised, naming the entry (``base``:
-    the listing's entries before the batch)."""
-    return BadListing(f"{FILL_ERRORS.get(err, 'readdir: invalid batch')}: {culprit(b, err, base)}")
 
 
 def _took(st: DirStream, b: Batch, k: int, n: int) -> None:
@@ -306,27 +298,37 @@ class Listings:
         is kept; a negative errno); or the stream of a listing of which nothing went in yet,
         for :meth:`_continue`."""
         t = r.__class__
+        b: Optional[Batch] = None
         if t is list or t is tuple:
             if len(r) > READDIR_BATCH:
                 return None
             batch = r
+            exhausted = True
         elif t in _ITERATORS and self.timer is None:
-            batch = []
-            try:
-                batch.extend(islice(r, READDIR_BATCH))
-            except Exception as e:  # what it yielded goes out first, as _continue does it
-                return DirStream(_replay(batch, e))
+            if PULL is not None:  # the docs' entries packed as pulled
+                try:
+                    b, batch, err, exhausted = _pull(r, READDIR_BATCH, mode)
+                except BaseException as e:  # an attr that does not pack
+                    DirStream(r).close()
+                    return self._fail(e, "readdir", arg)
+                if err is not None:  # what it yielded goes out first, as _continue does it
+                    return DirStream(_replay(batch, err))
+            else:
+                batch = []
+                try:
+                    batch.extend(islice(r, READDIR_BATCH))
+                except Exception as e:  # what it yielded goes out first, as _continue does
+                    return DirStream(_replay(batch, e))
+                exhausted = len(batch) < READDIR_BATCH
         else:
             return None
-        n = len(batch)
-        exhausted = batch is r or n < READDIR_BATCH
+        n = len(batch) if b is None else b.n
         if not n:
             return DirStream(None, batch)
         try:
-            b = _pack(mode, batch)
-            k = _fill_c(fill, b.blob, len(b.blob), n, b.offs_c, b.attrs, b.stride, b.inos_c, 0)
-            if k < 0:
-                raise _refusal(b, -k, 0)
+            if b is None:
+                b = _pack(mode, batch)
+            k = _hand(fill, b, 0)
         except BaseException as e:
             if batch is not r:
                 DirStream(r).close()  # a generator's finally: runs, as _continue's close does
@@ -403,6 +405,14 @@ class Listings:
                             return self._fetch(st, size, arg, off, d, fill, plus, sent)
                         batch = st.buf[st.idx:st.idx + size]
                         st.idx += len(batch)
+                    elif PULL is not None and self.timer is None and st.convert is None:
+                        b, batch, err, ended = _pull(st.it, size, st.mode)  # the docs' entries
+                        if ended:
+                            st.it = None
+                        if b is not None:
+                            mode = POSITIONAL if b.offs is None else OFFSETS
+                            if st.mode != mode:  # the listing's first batch: C numbers it so
+                                d.mode = st.mode = mode
                     else:
                         batch = []
                         timer = self.timer

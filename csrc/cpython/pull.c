@@ -1,0 +1,363 @@
+/* pyfuse._pull: a listing's batch pulled from the filesystem's iterator and read in one pass.
+ *
+ * The one part of pyfuse written against CPython's API (its stable ABI, as the cffi shim is),
+ * because it steps a Python iterator: the readdir engine (pyfuse/_core/readdir.py) hands it a
+ * listing's iterator and the batch's size, and for each entry that is a tuple (str name, attr)
+ * or (str name, attr, int offset) it checks the name as csrc/readdir.c's check_names would (not
+ * empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it, NUL-terminated,
+ * into the batch's name buffer, compares the attr with the first entry's and keeps the offset,
+ * then lets the entry go. No list of entries, no tuple of names and no second pass over the
+ * names: C's filler takes the buffer as checked (pyfuse_fill_checked). Anything else (another
+ * shape of entry, a name that is not valid UTF-8 or not valid at all, a duplicate, an offset
+ * that is not an int64) ends the fast path at that entry: the rest of the batch is pulled as it
+ * comes and handed back as a list, so that Python packs the batch as before and reports what is
+ * wrong in its own words.
+ *
+ * Names are read with PyUnicode_AsUTF8AndSize, part of the stable ABI from Python 3.10 on: it is
+ * looked up when the module is imported, and on Python 3.9 pull() is not offered (available is
+ * False) and the engine packs every batch in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x03090000
+#endif
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_BATCH 512  /* PYFUSE_READDIR_BATCH (csrc/pyfuse_cdef.h), checked by the engine */
+#define SLOTS 1024     /* the duplicate-name table: a power of two, at least 2 * MAX_BATCH */
+#define NAME_MAX_LEN 255
+#define STACK_NAMES 16384  /* the name buffer on the stack; a longer batch's grows on the heap */
+
+typedef const char *(*as_utf8_fn)(PyObject *, Py_ssize_t *);
+
+struct pull_state {
+    as_utf8_fn as_utf8;  /* PyUnicode_AsUTF8AndSize; NULL before Python 3.10 */
+};
+
+/* The name buffer of one call: on the stack, moved to the heap when a batch's names outgrow
+ * it. Returns 0, or -1 with MemoryError set. */
+struct names {
+    char *p;
+    size_t len, cap;
+    int heap;
+};
+
+static int names_room(struct names *b, size_t more)
+{
+    size_t cap = b->cap;
+    char *p;
+
+    if (b->len + more <= cap)
+        return 0;
+    while (cap < b->len + more)
+        cap *= 2;
+    p = b->heap ? PyMem_Realloc(b->p, cap) : PyMem_Malloc(cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!b->heap)
+        memcpy(p, b->p, b->len);
+    b->p = p;
+    b->cap = cap;
+    b->heap = 1;
+    return 0;
+}
+
+/* The duplicate-name table of one call: slot -> entry number + 1 (0: empty), the entries' names
+ * found by their offsets in the buffer (so that the table stays right when the buffer moves).
+ * It is cleared when a second entry comes (a listing C does not take, or of one entry, never
+ * pays for it). */
+struct seen {
+    uint16_t slot[SLOTS];
+    uint32_t at[MAX_BATCH];
+};
+
+static uint32_t fnv1a(const unsigned char *p, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a, as check_names */
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* Whether entry k's name (len bytes, copied at b->p + at) is new to the batch; records it if
+ * so. */
+static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)b->p + at;
+    uint32_t h;
+
+    t->at[k] = (uint32_t)at;
+    if (k == 0)
+        return 1;
+    if (k == 1) { /* the table, with the first entry in it */
+        memset(t->slot, 0, sizeof t->slot);
+        t->slot[fnv1a((const unsigned char *)b->p + t->at[0], strlen(b->p + t->at[0]))
+                & (SLOTS - 1)] = 1;
+    }
+    for (h = fnv1a(p, len) & (SLOTS - 1); t->slot[h] != 0; h = (h + 1) & (SLOTS - 1)) {
+        const char *q = b->p + t->at[t->slot[h] - 1];
+
+        if (memcmp(q, p, len) == 0 && q[len] == '\0')
+            return 0;
+    }
+    t->slot[h] = (uint16_t)(k + 1);
+    return 1;
+}
+
+/* Entry k's name, read and copied into the buffer if the fast path takes it: 1 taken, 0 not
+ * (the entry stops the pull; no exception set), -1 an error (MemoryError). */
+static int take_name(struct pull_state *s, struct names *b, struct seen *t, int k,
+                     PyObject *name)
+{
+    Py_ssize_t len;
+    const char *u;
+
+    if (!PyUnicode_CheckExact(name))
+        return 0;
+    u = s->as_utf8(name, &len);
+    if (u == NULL) { /* a lone surrogate (a name os.fsdecode made of non-UTF-8 bytes) */
+        PyErr_Clear();
+        return 0;
+    }
+    if (len == 0 || len > NAME_MAX_LEN || memchr(u, '/', (size_t)len) != NULL
+        || memchr(u, '\0', (size_t)len) != NULL)
+        return 0;
+    if (names_room(b, (size_t)len + 1) < 0)
+        return -1;
+    memcpy(b->p + b->len, u, (size_t)len);
+    b->p[b->len + (size_t)len] = '\0';
+    if (!unseen(t, b, k, b->len, (size_t)len))
+        return 0;
+    b->len += (size_t)len + 1;
+    return 1;
+}
+
+/* The iterator's exception, taken (with its traceback) to be handed back as a value: the new
+ * reference, or NULL with an error set. */
+static PyObject *take_error(void)
+{
+    PyObject *type, *value, *tb;
+
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    if (value == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "pyfuse._pull: an iterator's error was lost");
+    return value;
+}
+
+/* The rest of the batch as the iterator yields it, from entry e (taken over) on: a list of at
+ * most n entries; the iterator's exception, if it raises, in *err. NULL with an error set. */
+static PyObject *pull_rest(PyObject *it, PyObject *e, Py_ssize_t n, PyObject **err)
+{
+    PyObject *rest = PyList_New(0);
+
+    if (rest == NULL || PyList_Append(rest, e) < 0) {
+        Py_DECREF(e);
+        Py_XDECREF(rest);
+        return NULL;
+    }
+    Py_DECREF(e);
+    while (PyList_Size(rest) < n) {
+        e = PyIter_Next(it);
+        if (e == NULL) {
+            if (PyErr_Occurred()) {
+                PyObject *value = take_error();
+
+                if (value == NULL) {
+                    Py_DECREF(rest);
+                    return NULL;
+                }
+                Py_DECREF(*err);
+                *err = value;
+            }
+            break;
+        }
+        if (PyList_Append(rest, e) < 0) {
+            Py_DECREF(e);
+            Py_DECREF(rest);
+            return NULL;
+        }
+        Py_DECREF(e);
+    }
+    return rest;
+}
+
+/* pull(iterator, n) -> (names, k, shared, attrs, offsets, rest, error): see pull_doc. */
+static PyObject *pull(PyObject *module, PyObject *args)
+{
+    struct pull_state *s = PyModule_GetState(module);
+    PyObject *it, *a0 = NULL, *attrs = NULL, *rest = Py_None, *err = Py_None, *res = NULL;
+    PyObject *blob, *off_blob = NULL;
+    char stack[STACK_NAMES];
+    struct names b = { stack, 0, sizeof stack, 0 };
+    struct seen seen;
+    int64_t offs[MAX_BATCH];
+    int n, k, any_off = 0;
+    Py_ssize_t size;
+
+    if (!PyArg_ParseTuple(args, "Oi:pull", &it, &n))
+        return NULL;
+    if (s->as_utf8 == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "pyfuse._pull.pull needs Python 3.10 or later");
+        return NULL;
+    }
+    if (n < 1 || n > MAX_BATCH) {
+        PyErr_Format(PyExc_ValueError, "pyfuse._pull.pull: a batch of %d entries (1 to %d)", n,
+                     MAX_BATCH);
+        return NULL;
+    }
+    Py_INCREF(rest);
+    Py_INCREF(err);
+    for (k = 0; k < n; k++) {
+        PyObject *e = PyIter_Next(it), *attr;
+        int took;
+
+        if (e == NULL) {
+            if (PyErr_Occurred()) { /* the iterator raised: handed back as a value */
+                PyObject *value = take_error();
+
+                if (value == NULL)
+                    goto fail;
+                Py_DECREF(err);
+                err = value;
+            }
+            break;
+        }
+        size = PyTuple_CheckExact(e) ? PyTuple_Size(e) : 0;
+        offs[k] = 0;
+        if (size == 3) { /* (name, attr, offset) */
+            PyObject *o = PyTuple_GetItem(e, 2);
+
+            offs[k] = PyLong_CheckExact(o) ? PyLong_AsLongLong(o) : -1;
+            if (offs[k] == -1 && (!PyLong_CheckExact(o) || PyErr_Occurred())) {
+                PyErr_Clear(); /* an offset out of range, or not an int: Python names it */
+                size = 0;
+            } else {
+                any_off |= offs[k] != 0;
+            }
+        }
+        took = size == 2 || size == 3 ? take_name(s, &b, &seen, k, PyTuple_GetItem(e, 0)) : 0;
+        if (took <= 0) {
+            PyObject *r = took < 0 ? NULL : pull_rest(it, e, n - k, &err);
+
+            if (r == NULL) {
+                if (took < 0)
+                    Py_DECREF(e);
+                goto fail;
+            }
+            Py_DECREF(rest);
+            rest = r;
+            break;
+        }
+        attr = PyTuple_GetItem(e, 1);
+        if (k == 0) {
+            a0 = attr;
+            Py_INCREF(a0);
+        } else if (attrs != NULL || attr != a0) {
+            if (attrs == NULL) { /* the first entry with an attr of its own */
+                attrs = PyTuple_New(n);
+                if (attrs == NULL) {
+                    Py_DECREF(e);
+                    goto fail;
+                }
+                for (int i = 0; i < k; i++) {
+                    Py_INCREF(a0);
+                    PyTuple_SetItem(attrs, i, a0);
+                }
+            }
+            Py_INCREF(attr);
+            PyTuple_SetItem(attrs, k, attr);
+        }
+        Py_DECREF(e);
+    }
+    if (attrs != NULL && k < n) { /* the entries' attrs, k of them */
+        PyObject *cut = PyTuple_GetSlice(attrs, 0, k);
+
+        if (cut == NULL)
+            goto fail;
+        Py_DECREF(attrs);
+        attrs = cut;
+    }
+    if (any_off) {
+        off_blob = PyBytes_FromStringAndSize((const char *)offs,
+                                             (Py_ssize_t)k * (Py_ssize_t)sizeof offs[0]);
+        if (off_blob == NULL)
+            goto fail;
+    }
+    blob = PyBytes_FromStringAndSize(b.p, b.len ? (Py_ssize_t)b.len - 1 : 0);
+    if (blob != NULL)
+        res = Py_BuildValue("(NiiOOOO)", blob, k, attrs == NULL,
+                            attrs != NULL ? attrs : a0 != NULL ? a0 : Py_None,
+                            off_blob != NULL ? off_blob : Py_None, rest, err);
+fail:
+    if (b.heap)
+        PyMem_Free(b.p);
+    Py_XDECREF(a0);
+    Py_XDECREF(attrs);
+    Py_XDECREF(off_blob);
+    Py_DECREF(rest);
+    Py_DECREF(err);
+    return res;
+}
+
+PyDoc_STRVAR(pull_doc,
+"pull(iterator, n) -> (names, k, shared, attrs, offsets, rest, error)\n\n"
+"Pull up to n entries (1 to 512) from a readdir iterator and read each (str name, attr) or\n"
+"(str name, attr, int offset) tuple in one pass. names: the k names taken, NUL-separated,\n"
+"UTF-8, checked as the shim's filler checks them; shared: whether all k share one attr, then\n"
+"attrs is it (None if k is 0), else attrs is the tuple of the k attrs; offsets: None if every\n"
+"offset is 0, else the k offsets as native int64s. rest: None, or the list of the entries\n"
+"pulled from the first that is not such a tuple with a valid, new name on (n - k at most, as\n"
+"yielded); error: the exception the iterator raised after those entries, or None. Fewer than\n"
+"n entries in all with no error: the iterator is exhausted.");
+
+static PyMethodDef methods[] = {
+    {"pull", pull, METH_VARARGS, pull_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int exec_module(PyObject *module)
+{
+    struct pull_state *s = PyModule_GetState(module);
+    PyObject *info = PySys_GetObject("version_info"); /* borrowed */
+    PyObject *minor = info != NULL ? PySequence_GetItem(info, 1) : NULL;
+    long m;
+
+    if (minor == NULL)
+        return -1;
+    m = PyLong_AsLong(minor);
+    Py_DECREF(minor);
+    if (m == -1 && PyErr_Occurred())
+        return -1;
+    /* Python 3.x only: 3.10 made PyUnicode_AsUTF8AndSize part of the stable ABI */
+    s->as_utf8 = m >= 10 ? (as_utf8_fn)dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8AndSize") : NULL;
+    return PyModule_AddIntConstant(module, "available", s->as_utf8 != NULL) < 0
+        || PyModule_AddIntConstant(module, "MAX_BATCH", MAX_BATCH) < 0 ? -1 : 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "pyfuse._pull",
+    "A listing's batch pulled from a readdir iterator and read in C (see pull).",
+    sizeof(struct pull_state), methods, slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__pull(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,278 @@
+"""pyfuse._pull (csrc/cpython/pull.c): a listing's batch of the docs' (name, attr) tuples pulled
+from the filesystem's iterator and packed in C, and the readdir engine's use of it
+(pyfuse._core.batch.pull): the same listings, the same errors, as the batches Python packs."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+
+import pytest
+
+import pyfuse
+from pyfuse import Attr, DirEntry, FuseError, _pull
+from pyfuse._core import batch as B
+from pyfuse._core.convert import pack_attr
+from pyfuse._pyfuse_c import lib
+
+FILE = stat.S_IFREG | 0o644
+needs_pull = pytest.mark.skipif(not _pull.available, reason="pyfuse._pull needs Python 3.10")
+
+
+def gen(n, attr, start=0):
+    for i in range(start, n):
+        yield f"f{i:05d}", attr
+
+
+@pytest.mark.nofuse
+def test_offered_from_python_3_10():
+    assert bool(_pull.available) == (sys.version_info >= (3, 10))
+    assert (B.PULL is None) == (sys.version_info < (3, 10))
+    assert _pull.MAX_BATCH == lib.PYFUSE_READDIR_BATCH
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_pulls_and_packs_the_docs_entries():
+    a = Attr(mode=FILE, size=1)
+    it = gen(10, a)
+    blob, k, shared, attrs, offs, rest, err = _pull.pull(it, 4)
+    assert (blob, k, shared, attrs, offs, rest, err) == (
+        b"f00000\0f00001\0f00002\0f00003", 4, 1, a, None, None, None)
+    assert next(it) == ("f00004", a)  # the iterator goes on after the batch
+    assert _pull.pull(it, 512)[:3] == (b"\0".join(b"f%05d" % i for i in range(5, 10)), 5, 1)
+    assert _pull.pull(it, 512) == (b"", 0, 1, None, None, None, None)  # exhausted
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_attrs_of_their_own():
+    a, b = Attr(mode=FILE, size=1), Attr(mode=FILE, size=2)
+    _, k, shared, attrs, _, _, _ = _pull.pull(iter([("x", a), ("y", a), ("z", b)]), 512)
+    assert (k, shared, attrs) == (3, 0, (a, a, b))  # cut to the entries taken
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_offsets():
+    items = [("a", None, 5), ("b", None), ("c", None, -1), ("d", None, (1 << 63) - 1)]
+    blob, k, _, _, offs, rest, err = _pull.pull(iter(items), 512)
+    assert (blob, k, rest, err) == (b"a\0b\0c\0d", 4, None, None)
+    assert list(memoryview(offs).cast("q")) == [5, 0, -1, (1 << 63) - 1]  # C's filler judges
+    assert _pull.pull(iter([("a", None, 0), ("b", None)]), 512)[4] is None  # positional
+    b, _, _, _ = B.pull(iter(items[:1]), 512, B.UNKNOWN)
+    assert (list(b.offs), b.offs_c) == ([5], (5).to_bytes(8, sys.byteorder))
+    with pytest.raises(Exception, match="changed between positional"):
+        B.pull(iter(items[:1]), 512, B.POSITIONAL)
+    with pytest.raises(Exception, match="changed between positional"):
+        B.pull(iter(items[1:2]), 512, B.OFFSETS)
+
+
+@needs_pull
+@pytest.mark.nofuse
+@pytest.mark.parametrize("bad", [
+    ("", None), ("a/b", None), ("x" * 256, None), ("nul\0inside", None),  # refused names
+    ("b\udcff", None),                     # a non-UTF-8 name os.fsdecode made: Python encodes it
+    ("f00001", None),                      # the same name twice in the batch
+    (b"raw", None), (42, None), ("c", None, "3"), ("c", None, 1 << 63), ("c", None, True),
+    ("c", None, 3, 4), DirEntry("d"), "e", ["f", None],  # other shapes and offsets
+])
+def test_stops_at_an_entry_it_does_not_take(bad):
+    items = [("f00000", None), ("f00001", None), bad, ("after", None), ("more", None)]
+    it = iter(items)
+    blob, k, shared, attrs, offs, rest, err = _pull.pull(it, 4)
+    assert (blob, k, shared, attrs, offs, err) == (b"f00000\0f00001", 2, 1, None, None, None)
+    assert rest == [bad, ("after", None)] and rest[0] is bad  # the rest of the batch, raw
+    assert next(it) == ("more", None)
+    if bad != ("f00001", None):  # (alone, that one is no duplicate)
+        assert _pull.pull(iter([bad, ("x", None)]), 512) == (
+            b"", 0, 1, None, None, [bad, ("x", None)], None)
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_long_names_outgrow_the_stack_buffer():
+    entries = [(f"{i:03d}" + "n" * 252, None) for i in range(512)]  # 128 KiB of names
+    blob, k, *_ = _pull.pull(iter(entries), 512)
+    assert k == 512 and blob == "\0".join(n for n, _ in entries).encode()
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_the_iterators_error_is_handed_back():
+    def failing():
+        yield "a", None
+        raise FuseError(errno.EBADMSG)
+
+    blob, k, _, _, _, rest, err = _pull.pull(failing(), 512)
+    assert (blob, k, rest) == (b"a", 1, None)
+    assert isinstance(err, FuseError) and err.__traceback__ is not None
+
+    def failing_later():
+        yield "a", None
+        yield "b", None, 3, 4
+        yield "c", None
+        raise FuseError(errno.EBADMSG)
+
+    blob, k, _, _, _, rest, err = _pull.pull(failing_later(), 512)
+    assert (blob, k, rest) == (b"a", 1, [("b", None, 3, 4), ("c", None)])
+    assert isinstance(err, FuseError)
+    with pytest.raises(ValueError):
+        _pull.pull(iter([]), 0)
+    with pytest.raises(ValueError):
+        _pull.pull(iter([]), _pull.MAX_BATCH + 1)
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_no_reference_is_leaked():
+    a = Attr(mode=FILE)
+    name = "kept"
+    before = sys.getrefcount(a), sys.getrefcount(name)
+    for _ in range(100):
+        _pull.pull(iter([(name, a), ("x", a)]), 512)
+        _pull.pull(iter([(name, a), ("y", Attr())]), 512)
+        _pull.pull(iter([(name, a), (name, a)]), 512)  # stops at the second
+    assert (sys.getrefcount(a), sys.getrefcount(name)) == before
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_engine_batch_of_the_fast_path():
+    a = Attr(mode=FILE, size=3)
+    b, entries, err, ended = B.pull(gen(600, a), 512, B.UNKNOWN)
+    assert entries == [] and err is None and not ended
+    assert (b.n, b.checked, b.stride, b.attrs, b.offs) == (512, True, 0, pack_attr(a), None)
+    assert b.names_of() == [f"f{i:05d}" for i in range(512)]
+    r = b.rest(500)
+    assert (r.n, r.checked, r.names_of()) == (12, True, [f"f{i:05d}" for i in range(500, 512)])
+    b, entries, err, ended = B.pull(gen(600, a, 512), 512, B.POSITIONAL)
+    assert b.n == 88 and ended
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_engine_falls_back_with_every_entry_pulled():
+    a = Attr(mode=FILE)
+    items = [("a", a), ("b", a), DirEntry("c"), ("d", a), ("e", a)]
+    it = iter(items)
+    b, entries, err, ended = B.pull(it, 4, B.UNKNOWN)
+    assert b is None and entries == items[:4] and err is None and not ended
+    assert list(it) == items[4:]
+
+    def failing():
+        yield "a", a
+        raise FuseError(errno.EBADMSG)
+
+    b, entries, err, ended = B.pull(failing(), 512, B.UNKNOWN)
+    assert b is None and entries == [("a", a)] and isinstance(err, FuseError) and ended
+    b, entries, err, ended = B.pull(iter([DirEntry("a"), ("b", a)]), 512, B.UNKNOWN)
+    assert b is None and entries == [DirEntry("a"), ("b", a)] and err is None and ended
+
+    def interrupted():
+        yield "a", a
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        B.pull(interrupted(), 512, B.UNKNOWN)
+    with pytest.raises(Exception, match="invalid attr"):
+        B.pull(iter([("a", "not an attr")]), 512, B.UNKNOWN)
+
+
+# Through a mount: listings of the docs' tuples that change shape, or go wrong, part way
+# through a batch (C packs the entries before, Python the batch from there on).
+
+class Listing(pyfuse.Operations):
+    """/d, listed by the subclass's readdir; a file's getattr says size 1, so a size seen
+    otherwise came with the listing (readdirplus)."""
+
+    def getattr(self, path, fh):
+        if path in ("/", "/d"):
+            return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+        return Attr(mode=FILE, size=1)
+
+
+class Failing(Listing):
+    """The docs' tuples, f0000000 (size 0) on, until entry ``fail_after`` raises EBADMSG."""
+
+    def __init__(self, fail_after):
+        self.fail_after = fail_after
+
+    def readdir(self, path, offset, fh, plus):
+        for i in range(5000):
+            if i == self.fail_after:
+                raise FuseError(errno.EBADMSG)
+            yield f"f{i:07d}", Attr(mode=FILE, size=i)
+
+def _listed(mnt):
+    with os.scandir(os.path.join(mnt, "d")) as it:
+        return {e.name: os.lstat(e.path).st_size for e in it}
+
+
+@pytest.mark.parametrize("odd", [
+    lambda i: DirEntry(f"f{i:05d}", Attr(mode=FILE, size=i)),
+    lambda i: (f"f{i:05d}".encode(), Attr(mode=FILE, size=i)),
+    lambda i: (f"f{i:05d}", Attr(mode=FILE, size=i), 0, i + 1),
+], ids=["DirEntry", "bytes name", "4-tuple"])
+def test_a_listing_that_changes_shape(mount_ops, mnt, odd):
+    class Changing(Listing):
+        def readdir(self, path, offset, fh, plus):
+            for i in range(2000):
+                yield odd(i) if i % 700 == 300 else (f"f{i:05d}", Attr(mode=FILE, size=i))
+
+    mount_ops(Changing())
+    assert _listed(mnt) == {f"f{i:05d}": i for i in range(2000)}
+
+
+def test_non_utf8_names_among_the_docs_entries(mount_ops, mnt):
+    class Raw(Listing):
+        def readdir(self, path, offset, fh, plus):
+            yield "a", Attr(mode=FILE, size=1)
+            yield "b\udcff", Attr(mode=FILE, size=2)  # os.fsdecode(b"b\xff")
+            yield "c", Attr(mode=FILE, size=3)
+
+    mount_ops(Raw())
+    with os.scandir(os.fsencode(os.path.join(mnt, "d"))) as it:
+        assert sorted(e.name for e in it) == [b"a", b"b\xff", b"c"]
+
+
+@pytest.mark.expect_errors
+def test_a_duplicate_is_named_as_before(mount_ops, mnt, caplog):
+    class Twice(Listing):
+        def readdir(self, path, offset, fh, plus):
+            for i in range(100):
+                yield f"f{min(i, 41):05d}", Attr(mode=FILE)
+
+    mount_ops(Twice())
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+    assert "readdir yielded the same name twice: entry 42 of the listing ('f00041')" \
+        in caplog.text
+
+
+@pytest.mark.expect_errors
+def test_a_bad_attr_is_named(mount_ops, mnt, caplog):
+    class BadAttr(Listing):
+        def readdir(self, path, offset, fh, plus):
+            yield "a", Attr(mode=FILE)
+            yield "b", "not an attr"
+
+    mount_ops(BadAttr())
+    with pytest.raises(OSError) as ei:
+        os.listdir(os.path.join(mnt, "d"))
+    assert ei.value.errno == errno.EIO
+    assert "readdir yielded an invalid attr" in caplog.text
+
+
+@pytest.mark.parametrize("fail_after", [100, 1100, 3000])
+def test_an_error_mid_listing_surfaces_on_the_next_request(mount_ops, mnt, fail_after):
+    mount_ops(Failing(fail_after))
+    seen = []
+    with pytest.raises(OSError) as ei:
+        with os.scandir(os.path.join(mnt, "d")) as it:
+            for e in it:
+                seen.append((e.name, os.lstat(e.path).st_size))
+    assert ei.value.errno == errno.EBADMSG
+    assert seen == [(f"f{i:07d}", i) for i in range(fail_after)]  # none lost, each its attr
