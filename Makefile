@@ -215,8 +215,9 @@ wheel: deps $(VENV)/.installed
 # venv gets the wheel (and what the tests import) with no compiler or pkg-config on PATH and
 # PKG_CONFIG_PATH and CPATH empty; ldd must show the module loading the libfuse3 inside the
 # wheel; then the core real-mount tests run from a copy of tests/ outside the checkout.
-WHEEL_TESTS := test_hello.py test_session.py test_readdir.py test_errors.py test_memory.py \
-               test_lowlevel.py test_async.py test_serve.py test_shutdown.py test_runtime.py \
+WHEEL_TESTS := test_hello.py test_session.py test_readdir.py test_pull.py test_errors.py \
+               test_memory.py test_lowlevel.py test_async.py test_serve.py test_shutdown.py \
+               test_runtime.py \
                test_compat.py test_compat_runner.py test_caching.py test_ll_answers.py \
                test_attr_answers.py test_file_handles.py
 test-wheel: wheel

@@ -1,5 +1,6 @@
 """Read the memcheck logs of tests/valgrind/core.py (one a daemon): list every error whose stack
-passes through the C shim (pyfuse/_pyfuse_c) and exit 1 if there is one, or if a log has no
+passes through pyfuse's C (the shim, pyfuse/_pyfuse_c, and pyfuse/_pull, the readdir engine's
+pull of a batch) and exit 1 if there is one, or if a log has no
 summary (its daemon did not exit). Errors entirely inside CPython or libc (memcheck has many
 false positives there) are counted but do not fail the check.
 
@@ -11,16 +12,18 @@ import os
 import re
 import sys
 
-#: the shim's sources, as memcheck names a frame of them: "(ll_reply.c:325)" (file names only)
-SHIM_SOURCES = sorted(n for n in os.listdir(os.path.join(os.path.dirname(__file__), "..", "..",
-                                                         "csrc")) if n.endswith((".c", ".h")))
+#: pyfuse's C sources (csrc/ and its cpython/), as memcheck names a frame of them:
+#: "(ll_reply.c:325)" (file names only)
+SHIM_SOURCES = sorted(n for _, _, names in os.walk(os.path.join(os.path.dirname(__file__), "..",
+                                                                 "..", "csrc"))
+                      for n in names if n.endswith((".c", ".h")))
 _SHIM_FRAME = re.compile(r"\((?:" + "|".join(map(re.escape, SHIM_SOURCES)) + r"):\d+\)")
 
 
 def in_shim(block: str) -> bool:
-    """Whether an error's stack passes through the shim: a frame of one of its sources, of the
-    module cffi generates from them (pyfuse._pyfuse_c.c) or of the built module itself."""
-    return "_pyfuse_c" in block or _SHIM_FRAME.search(block) is not None
+    """Whether an error's stack passes through pyfuse's C: a frame of one of its sources, of the
+    module cffi generates from them (pyfuse._pyfuse_c.c) or of a built module itself."""
+    return "_pyfuse_c" in block or "_pull." in block or _SHIM_FRAME.search(block) is not None
 
 
 def check(path: str) -> int:
