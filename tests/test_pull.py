@@ -37,19 +37,19 @@ def test_offered_from_python_3_10():
 def test_pulls_and_packs_the_docs_entries():
     a = Attr(mode=FILE, size=1)
     it = gen(10, a)
-    blob, k, shared, attrs, offs, rest, err = _pull.pull(it, 4)
-    assert (blob, k, shared, attrs, offs, rest, err) == (
-        b"f00000\0f00001\0f00002\0f00003", 4, 1, a, None, None, None)
+    blob, k, shared, attrs, offs, inos, rest, err = _pull.pull(it, 4)
+    assert (blob, k, shared, attrs, offs, inos, rest, err) == (
+        b"f00000\0f00001\0f00002\0f00003", 4, 1, a, None, None, None, None)
     assert next(it) == ("f00004", a)  # the iterator goes on after the batch
     assert _pull.pull(it, 512)[:3] == (b"\0".join(b"f%05d" % i for i in range(5, 10)), 5, 1)
-    assert _pull.pull(it, 512) == (b"", 0, 1, None, None, None, None)  # exhausted
+    assert _pull.pull(it, 512) == (b"", 0, 1, None, None, None, None, None)  # exhausted
 
 
 @needs_pull
 @pytest.mark.nofuse
 def test_attrs_of_their_own():
     a, b = Attr(mode=FILE, size=1), Attr(mode=FILE, size=2)
-    _, k, shared, attrs, _, _, _ = _pull.pull(iter([("x", a), ("y", a), ("z", b)]), 512)
+    _, k, shared, attrs, *_ = _pull.pull(iter([("x", a), ("y", a), ("z", b)]), 512)
     assert (k, shared, attrs) == (3, 0, (a, a, b))  # cut to the entries taken
 
 
@@ -57,7 +57,7 @@ def test_attrs_of_their_own():
 @pytest.mark.nofuse
 def test_offsets():
     items = [("a", None, 5), ("b", None), ("c", None, -1), ("d", None, (1 << 63) - 1)]
-    blob, k, _, _, offs, rest, err = _pull.pull(iter(items), 512)
+    blob, k, _, _, offs, _, rest, err = _pull.pull(iter(items), 512)
     assert (blob, k, rest, err) == (b"a\0b\0c\0d", 4, None, None)
     assert list(memoryview(offs).cast("q")) == [5, 0, -1, (1 << 63) - 1]  # C's filler judges
     assert _pull.pull(iter([("a", None, 0), ("b", None)]), 512)[4] is None  # positional
@@ -71,23 +71,51 @@ def test_offsets():
 
 @needs_pull
 @pytest.mark.nofuse
+def test_bytes_names_and_inode_numbers():
+    a = Attr(mode=FILE)
+    blob, k, flags, _, offs, inos, rest, _ = _pull.pull(
+        iter([(b"a\xff", a, 0, 7), ("b", a, 0, (1 << 64) - 1)]), 512)
+    assert (blob, k, flags, offs, rest) == (b"a\xff\0b", 2, _pull.SHARED, None, None)
+    assert list(memoryview(inos).cast("Q")) == [7, (1 << 64) - 1]
+    # as Python packs them: a batch of 4-tuples keeps its inode numbers, even 0s; a mixed
+    # one only if one is not 0
+    assert _pull.pull(iter([("a", a, 0, 0)]), 512)[5] == bytes(8)
+    assert _pull.pull(iter([("a", a, 0, 0), ("b", a)]), 512)[5] is None
+    assert _pull.pull(iter([("a", a, 0, 9), ("b", a)]), 512)[5] == \
+        (9).to_bytes(8, sys.byteorder) + bytes(8)
+    b, *_ = B.pull(iter([("a", a, 0, 9)]), 512, B.UNKNOWN)
+    assert (list(b.inos), b.inos_c) == ([9], (9).to_bytes(8, sys.byteorder))
+    # bytes names stay bytes: in an error message, and when Python packs the batch
+    assert _pull.pull(iter([(b"a", a), (b"b", a)]), 512)[2] == _pull.SHARED | _pull.BYTES
+    b, *_ = B.pull(iter([(b"a", a), (b"b", a)]), 512, B.UNKNOWN)
+    assert b.names_of() == [b"a", b"b"] and b.rest(1).names_of() == [b"b"]
+    _, entries, _, _ = B.pull(iter([(b"a", a, 0, 9), DirEntry("c")]), 512, B.UNKNOWN)
+    assert entries == [(b"a", a, 0, 9), DirEntry("c")]
+    with pytest.raises(Exception, match="without an attr"):
+        B.pull(iter([("a", None, 0, 9)]), 512, B.UNKNOWN)
+
+
+@needs_pull
+@pytest.mark.nofuse
 @pytest.mark.parametrize("bad", [
     ("", None), ("a/b", None), ("x" * 256, None), ("nul\0inside", None),  # refused names
     ("b\udcff", None),                     # a non-UTF-8 name os.fsdecode made: Python encodes it
     ("f00001", None),                      # the same name twice in the batch
-    (b"raw", None), (42, None), ("c", None, "3"), ("c", None, 1 << 63), ("c", None, True),
-    ("c", None, 3, 4), DirEntry("d"), "e", ["f", None],  # other shapes and offsets
+    (b"", None), (b"a/b", None), (42, None), ("c", None, "3"), ("c", None, 1 << 63),
+    ("c", None, True), ("c", None, 3, -4), ("c", None, 3, 1 << 64), ("c", None, 3, 4, 5),
+    DirEntry("d"), "e", ["f", None],  # other shapes, offsets and inode numbers
 ])
 def test_stops_at_an_entry_it_does_not_take(bad):
     items = [("f00000", None), ("f00001", None), bad, ("after", None), ("more", None)]
     it = iter(items)
-    blob, k, shared, attrs, offs, rest, err = _pull.pull(it, 4)
-    assert (blob, k, shared, attrs, offs, err) == (b"f00000\0f00001", 2, 1, None, None, None)
+    blob, k, shared, attrs, offs, inos, rest, err = _pull.pull(it, 4)
+    assert (blob, k, shared, attrs, offs, inos, err) == (
+        b"f00000\0f00001", 2, 1, None, None, None, None)
     assert rest == [bad, ("after", None)] and rest[0] is bad  # the rest of the batch, raw
     assert next(it) == ("more", None)
     if bad != ("f00001", None):  # (alone, that one is no duplicate)
         assert _pull.pull(iter([bad, ("x", None)]), 512) == (
-            b"", 0, 1, None, None, [bad, ("x", None)], None)
+            b"", 0, 1, None, None, None, [bad, ("x", None)], None)
 
 
 @needs_pull
@@ -105,18 +133,18 @@ def test_the_iterators_error_is_handed_back():
         yield "a", None
         raise FuseError(errno.EBADMSG)
 
-    blob, k, _, _, _, rest, err = _pull.pull(failing(), 512)
+    blob, k, _, _, _, _, rest, err = _pull.pull(failing(), 512)
     assert (blob, k, rest) == (b"a", 1, None)
     assert isinstance(err, FuseError) and err.__traceback__ is not None
 
     def failing_later():
         yield "a", None
-        yield "b", None, 3, 4
+        yield "b", None, 3, -4
         yield "c", None
         raise FuseError(errno.EBADMSG)
 
-    blob, k, _, _, _, rest, err = _pull.pull(failing_later(), 512)
-    assert (blob, k, rest) == (b"a", 1, [("b", None, 3, 4), ("c", None)])
+    blob, k, _, _, _, _, rest, err = _pull.pull(failing_later(), 512)
+    assert (blob, k, rest) == (b"a", 1, [("b", None, 3, -4), ("c", None)])
     assert isinstance(err, FuseError)
     with pytest.raises(ValueError):
         _pull.pull(iter([]), 0)
@@ -213,8 +241,8 @@ def _listed(mnt):
 @pytest.mark.parametrize("odd", [
     lambda i: DirEntry(f"f{i:05d}", Attr(mode=FILE, size=i)),
     lambda i: (f"f{i:05d}".encode(), Attr(mode=FILE, size=i)),
-    lambda i: (f"f{i:05d}", Attr(mode=FILE, size=i), 0, i + 1),
-], ids=["DirEntry", "bytes name", "4-tuple"])
+    lambda i: (f"f{i:05d}", Attr(mode=FILE, size=i), False),  # an offset C leaves to Python
+], ids=["DirEntry", "bytes name", "bool offset"])
 def test_a_listing_that_changes_shape(mount_ops, mnt, odd):
     class Changing(Listing):
         def readdir(self, path, offset, fh, plus):

@@ -2,16 +2,17 @@
  *
  * The one part of pyfuse written against CPython's API (its stable ABI, as the cffi shim is),
  * because it steps a Python iterator: the readdir engine (pyfuse/_core/readdir.py) hands it a
- * listing's iterator and the batch's size, and for each entry that is a tuple (str name, attr)
- * or (str name, attr, int offset) it checks the name as csrc/readdir.c's check_names would (not
- * empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it, NUL-terminated,
- * into the batch's name buffer, compares the attr with the first entry's and keeps the offset,
- * then lets the entry go. No list of entries, no tuple of names and no second pass over the
- * names: C's filler takes the buffer as checked (pyfuse_fill_checked). Anything else (another
- * shape of entry, a name that is not valid UTF-8 or not valid at all, a duplicate, an offset
- * that is not an int64) ends the fast path at that entry: the rest of the batch is pulled as it
- * comes and handed back as a list, so that Python packs the batch as before and reports what is
- * wrong in its own words.
+ * listing's iterator and the batch's size, and for each entry that is a tuple (name, attr[,
+ * offset[, ino]]), name a str or bytes, it checks the name as csrc/readdir.c's check_names would
+ * (not empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it,
+ * NUL-terminated, into the batch's name buffer, compares the attr with the first entry's and
+ * keeps the offset and inode number, then lets the entry go. No list of entries, no tuple of
+ * names and no second pass over the names: C's filler takes the buffer as checked
+ * (pyfuse_fill_checked). Anything else (another shape of entry, a name that is not valid UTF-8
+ * or not valid at all, a duplicate, an offset or inode number that is not an int64 or uint64)
+ * ends the fast path at that entry: the rest of the batch is pulled as it comes and handed back
+ * as a list, so that Python packs the batch as before and reports what is wrong in its own
+ * words.
  *
  * Names are read with PyUnicode_AsUTF8AndSize, part of the stable ABI from Python 3.10 on: it is
  * looked up when the module is imported, and on Python 3.9 pull() is not offered (available is
@@ -31,6 +32,10 @@
 #define SLOTS 1024     /* the duplicate-name table: a power of two, at least 2 * MAX_BATCH */
 #define NAME_MAX_LEN 255
 #define STACK_NAMES 16384  /* the name buffer on the stack; a longer batch's grows on the heap */
+
+/* pull's flags */
+#define PULL_SHARED 1  /* the entries share one attr */
+#define PULL_BYTES 2   /* every name was bytes */
 
 typedef const char *(*as_utf8_fn)(PyObject *, Py_ssize_t *);
 
@@ -75,33 +80,26 @@ static int names_room(struct names *b, size_t more)
 struct seen {
     uint16_t slot[SLOTS];
     uint32_t at[MAX_BATCH];
+    uint32_t hash0; /* the first entry's hash, put in the table when the second comes */
 };
 
-static uint32_t fnv1a(const unsigned char *p, size_t len)
+/* Whether entry k's name (len bytes, copied at b->p + at, FNV-1a hash h) is new to the batch;
+ * records it if so. */
+static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_t len,
+                  uint32_t h)
 {
-    uint32_t h = 2166136261u; /* FNV-1a, as check_names */
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
-}
-
-/* Whether entry k's name (len bytes, copied at b->p + at) is new to the batch; records it if
- * so. */
-static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)b->p + at;
-    uint32_t h;
+    const char *p = b->p + at;
 
     t->at[k] = (uint32_t)at;
-    if (k == 0)
+    if (k == 0) {
+        t->hash0 = h;
         return 1;
+    }
     if (k == 1) { /* the table, with the first entry in it */
         memset(t->slot, 0, sizeof t->slot);
-        t->slot[fnv1a((const unsigned char *)b->p + t->at[0], strlen(b->p + t->at[0]))
-                & (SLOTS - 1)] = 1;
+        t->slot[t->hash0 & (SLOTS - 1)] = 1;
     }
-    for (h = fnv1a(p, len) & (SLOTS - 1); t->slot[h] != 0; h = (h + 1) & (SLOTS - 1)) {
+    for (h &= SLOTS - 1; t->slot[h] != 0; h = (h + 1) & (SLOTS - 1)) {
         const char *q = b->p + t->at[t->slot[h] - 1];
 
         if (memcmp(q, p, len) == 0 && q[len] == '\0')
@@ -111,32 +109,51 @@ static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_
     return 1;
 }
 
-/* Entry k's name, read and copied into the buffer if the fast path takes it: 1 taken, 0 not
- * (the entry stops the pull; no exception set), -1 an error (MemoryError). */
+/* Entry k's name, read and copied into the buffer if the fast path takes it: 1 a str taken, 2
+ * bytes taken, 0 not (the entry stops the pull; no exception set), -1 an error (MemoryError). */
 static int take_name(struct pull_state *s, struct names *b, struct seen *t, int k,
                      PyObject *name)
 {
     Py_ssize_t len;
     const char *u;
+    unsigned char *p;
+    uint32_t h = 2166136261u; /* FNV-1a, as check_names */
+    int kind = 1;
 
-    if (!PyUnicode_CheckExact(name))
-        return 0;
-    u = s->as_utf8(name, &len);
-    if (u == NULL) { /* a lone surrogate (a name os.fsdecode made of non-UTF-8 bytes) */
-        PyErr_Clear();
+    if (PyUnicode_CheckExact(name)) {
+        u = s->as_utf8(name, &len);
+        if (u == NULL) { /* a lone surrogate (a name os.fsdecode made of non-UTF-8 bytes) */
+            PyErr_Clear();
+            return 0;
+        }
+    } else if (PyBytes_CheckExact(name)) { /* the raw name (pyfuse.compat's faces) */
+        char *raw;
+
+        if (PyBytes_AsStringAndSize(name, &raw, &len) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        u = raw;
+        kind = 2;
+    } else {
         return 0;
     }
-    if (len == 0 || len > NAME_MAX_LEN || memchr(u, '/', (size_t)len) != NULL
-        || memchr(u, '\0', (size_t)len) != NULL)
+    if (len == 0 || len > NAME_MAX_LEN)
         return 0;
     if (names_room(b, (size_t)len + 1) < 0)
         return -1;
-    memcpy(b->p + b->len, u, (size_t)len);
-    b->p[b->len + (size_t)len] = '\0';
-    if (!unseen(t, b, k, b->len, (size_t)len))
+    p = (unsigned char *)b->p + b->len;
+    memcpy(p, u, (size_t)len);
+    p[len] = '\0';
+    for (Py_ssize_t i = 0; i < len; i++) { /* checked and hashed in one pass */
+        if (p[i] == '/' || p[i] == '\0')
+            return 0;
+        h = (h ^ p[i]) * 16777619u;
+    }
+    if (!unseen(t, b, k, b->len, (size_t)len, h))
         return 0;
     b->len += (size_t)len + 1;
-    return 1;
+    return kind;
 }
 
 /* The iterator's exception, taken (with its traceback) to be handed back as a value: the new
@@ -193,17 +210,18 @@ static PyObject *pull_rest(PyObject *it, PyObject *e, Py_ssize_t n, PyObject **e
     return rest;
 }
 
-/* pull(iterator, n) -> (names, k, shared, attrs, offsets, rest, error): see pull_doc. */
+/* pull(iterator, n) -> (names, k, flags, attrs, offsets, inos, rest, error): see pull_doc. */
 static PyObject *pull(PyObject *module, PyObject *args)
 {
     struct pull_state *s = PyModule_GetState(module);
     PyObject *it, *a0 = NULL, *attrs = NULL, *rest = Py_None, *err = Py_None, *res = NULL;
-    PyObject *blob, *off_blob = NULL;
+    PyObject *blob, *off_blob = NULL, *ino_blob = NULL;
     char stack[STACK_NAMES];
     struct names b = { stack, 0, sizeof stack, 0 };
     struct seen seen;
     int64_t offs[MAX_BATCH];
-    int n, k, any_off = 0;
+    uint64_t inos[MAX_BATCH];
+    int n, k, any_off = 0, any_ino = 0, fours = 0, all_bytes = 1;
     Py_ssize_t size;
 
     if (!PyArg_ParseTuple(args, "Oi:pull", &it, &n))
@@ -236,18 +254,26 @@ static PyObject *pull(PyObject *module, PyObject *args)
         }
         size = PyTuple_CheckExact(e) ? PyTuple_Size(e) : 0;
         offs[k] = 0;
-        if (size == 3) { /* (name, attr, offset) */
+        inos[k] = 0;
+        if (size == 3 || size == 4) { /* (name, attr, offset[, ino]) */
             PyObject *o = PyTuple_GetItem(e, 2);
 
             offs[k] = PyLong_CheckExact(o) ? PyLong_AsLongLong(o) : -1;
             if (offs[k] == -1 && (!PyLong_CheckExact(o) || PyErr_Occurred())) {
                 PyErr_Clear(); /* an offset out of range, or not an int: Python names it */
                 size = 0;
-            } else {
-                any_off |= offs[k] != 0;
             }
         }
-        took = size == 2 || size == 3 ? take_name(s, &b, &seen, k, PyTuple_GetItem(e, 0)) : 0;
+        if (size == 4) {
+            PyObject *o = PyTuple_GetItem(e, 3);
+
+            inos[k] = PyLong_CheckExact(o) ? PyLong_AsUnsignedLongLong(o) : (uint64_t)-1;
+            if (inos[k] == (uint64_t)-1 && (!PyLong_CheckExact(o) || PyErr_Occurred())) {
+                PyErr_Clear(); /* an inode number out of range, or not an int */
+                size = 0;
+            }
+        }
+        took = size >= 2 && size <= 4 ? take_name(s, &b, &seen, k, PyTuple_GetItem(e, 0)) : 0;
         if (took <= 0) {
             PyObject *r = took < 0 ? NULL : pull_rest(it, e, n - k, &err);
 
@@ -260,6 +286,10 @@ static PyObject *pull(PyObject *module, PyObject *args)
             rest = r;
             break;
         }
+        all_bytes &= took == 2;
+        any_off |= offs[k] != 0;
+        any_ino |= inos[k] != 0;
+        fours += size == 4;
         attr = PyTuple_GetItem(e, 1);
         if (k == 0) {
             a0 = attr;
@@ -295,32 +325,46 @@ static PyObject *pull(PyObject *module, PyObject *args)
         if (off_blob == NULL)
             goto fail;
     }
+    /* as Python packs them: a batch of 4-tuples has its inode numbers, a mixed one only if
+       one of them is not 0 */
+    if (fours > 0 && (fours == k || any_ino)) {
+        ino_blob = PyBytes_FromStringAndSize((const char *)inos,
+                                             (Py_ssize_t)k * (Py_ssize_t)sizeof inos[0]);
+        if (ino_blob == NULL)
+            goto fail;
+    }
     blob = PyBytes_FromStringAndSize(b.p, b.len ? (Py_ssize_t)b.len - 1 : 0);
     if (blob != NULL)
-        res = Py_BuildValue("(NiiOOOO)", blob, k, attrs == NULL,
+        res = Py_BuildValue("(NiiOOOOO)", blob, k,
+                            (attrs == NULL ? PULL_SHARED : 0) | (k && all_bytes ? PULL_BYTES : 0),
                             attrs != NULL ? attrs : a0 != NULL ? a0 : Py_None,
-                            off_blob != NULL ? off_blob : Py_None, rest, err);
+                            off_blob != NULL ? off_blob : Py_None,
+                            ino_blob != NULL ? ino_blob : Py_None, rest, err);
 fail:
     if (b.heap)
         PyMem_Free(b.p);
     Py_XDECREF(a0);
     Py_XDECREF(attrs);
     Py_XDECREF(off_blob);
+    Py_XDECREF(ino_blob);
     Py_DECREF(rest);
     Py_DECREF(err);
     return res;
 }
 
 PyDoc_STRVAR(pull_doc,
-"pull(iterator, n) -> (names, k, shared, attrs, offsets, rest, error)\n\n"
-"Pull up to n entries (1 to 512) from a readdir iterator and read each (str name, attr) or\n"
-"(str name, attr, int offset) tuple in one pass. names: the k names taken, NUL-separated,\n"
-"UTF-8, checked as the shim's filler checks them; shared: whether all k share one attr, then\n"
-"attrs is it (None if k is 0), else attrs is the tuple of the k attrs; offsets: None if every\n"
-"offset is 0, else the k offsets as native int64s. rest: None, or the list of the entries\n"
-"pulled from the first that is not such a tuple with a valid, new name on (n - k at most, as\n"
-"yielded); error: the exception the iterator raised after those entries, or None. Fewer than\n"
-"n entries in all with no error: the iterator is exhausted.");
+"pull(iterator, n) -> (names, k, flags, attrs, offsets, inos, rest, error)\n\n"
+"Pull up to n entries (1 to 512) from a readdir iterator and read each (name, attr),\n"
+"(name, attr, int offset) or (name, attr, int offset, int ino) tuple (name a str or bytes) in\n"
+"one pass. names: the k names taken, NUL-separated (UTF-8 for a str), checked as the shim's\n"
+"filler checks them; flags: SHARED if all k share one attr, then attrs is it (None if k is\n"
+"0), else attrs is the tuple of the k attrs, and BYTES if every name was bytes; offsets: None\n"
+"if every offset is 0, else the k offsets as native int64s; inos: the k inode numbers as\n"
+"native uint64s (0 for an entry without one) if every entry has one or one is not 0, else\n"
+"None. rest: None, or the list of the entries pulled from the first that is not such a tuple\n"
+"with a valid, new name on (n - k at most, as yielded); error: the exception the iterator\n"
+"raised after those entries, or None. Fewer than n entries in all with no error: the\n"
+"iterator is exhausted.");
 
 static PyMethodDef methods[] = {
     {"pull", pull, METH_VARARGS, pull_doc},
@@ -343,7 +387,9 @@ static int exec_module(PyObject *module)
     /* Python 3.x only: 3.10 made PyUnicode_AsUTF8AndSize part of the stable ABI */
     s->as_utf8 = m >= 10 ? (as_utf8_fn)dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8AndSize") : NULL;
     return PyModule_AddIntConstant(module, "available", s->as_utf8 != NULL) < 0
-        || PyModule_AddIntConstant(module, "MAX_BATCH", MAX_BATCH) < 0 ? -1 : 0;
+        || PyModule_AddIntConstant(module, "MAX_BATCH", MAX_BATCH) < 0
+        || PyModule_AddIntConstant(module, "SHARED", PULL_SHARED) < 0
+        || PyModule_AddIntConstant(module, "BYTES", PULL_BYTES) < 0 ? -1 : 0;
 }
 
 static PyModuleDef_Slot slots[] = {

@@ -55,24 +55,27 @@ class Batch:
     packed attributes with their stride (0: one shared), offsets (``None``: positional), inode
     numbers that replace the attributes' (``None``: none). ``checked``: the names were checked
     as they were packed (:func:`pull`), so C takes them as they are (``pyfuse_fill_checked``);
-    such a batch keeps no names but their encoding (:meth:`names_of`)."""
+    such a batch keeps no names but their encoding (:meth:`names_of`), and ``checked`` says
+    what they were: 1 str, 2 bytes."""
 
     __slots__ = ("names", "blob", "attrs", "stride", "offs", "offs_c", "inos", "inos_c", "n",
                  "checked")
 
     def __init__(self, names: Any, blob: bytes, attrs: Any, stride: int, offs: Any,
                  offs_c: Any, inos: Any = None, inos_c: Any = _NULL, n: int = -1,
-                 checked: bool = False) -> None:
+                 checked: int = 0) -> None:
         self.names, self.blob, self.attrs, self.stride = names, blob, attrs, stride
         self.offs, self.offs_c, self.inos, self.inos_c = offs, offs_c, inos, inos_c
         self.n = len(names) if n < 0 else n
         self.checked = checked
 
     def names_of(self) -> Any:
-        """The entries' names (a checked batch's decoded from its encoding)."""
-        if self.names is None:
-            return self.blob.decode(ENC, "surrogateescape").split("\0")
-        return self.names
+        """The entries' names (a checked batch's from its encoding)."""
+        if self.names is not None:
+            return self.names
+        if self.checked == 2:
+            return self.blob.split(b"\0")
+        return self.blob.decode(ENC, "surrogateescape").split("\0")
 
     def rest(self, k: int) -> Batch:
         """The entries from k on, still packed (the names are joined again, or a checked
@@ -220,6 +223,7 @@ FILL_ERRORS = {
 
 #: pyfuse._pull.pull, or None where it is not offered (Python 3.9: see csrc/cpython/pull.c)
 PULL: Optional[Callable[..., Any]] = _pull.pull if _pull.available else None
+_SHARED, _BYTES = _pull.SHARED, _pull.BYTES
 if _pull.MAX_BATCH < lib.PYFUSE_READDIR_BATCH:  # csrc/cpython/pull.c's, the shim's
     raise ImportError(f"pyfuse._pull takes batches of at most {_pull.MAX_BATCH} entries, "
                       f"the shim's are of {lib.PYFUSE_READDIR_BATCH}: rebuild pyfuse")
@@ -227,6 +231,8 @@ if _pull.MAX_BATCH < lib.PYFUSE_READDIR_BATCH:  # csrc/cpython/pull.c's, the shi
 
 _MIXED = ("readdir changed between positional entries (offset 0) and entries with offsets "
           "within one listing")
+_INOS_ALONE = ("readdir yielded (name, attr, offset, ino) entries without an attr (the inode "
+               "number replaces the attr's)")
 
 
 def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Optional[Exception],
@@ -235,8 +241,8 @@ def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Opt
     None), whose listing has the offset mode ``mode``; returns ``(batch, entries, error,
     ended)``:
 
-    - the docs' ``(str name, attr)`` and ``(str name, attr, offset)`` tuples come packed
-      (``batch``, checked; ``entries`` empty);
+    - ``(name, attr[, offset[, ino]])`` tuples (the docs' entries; a name ``str`` or
+      ``bytes``) come packed (``batch``, checked; ``entries`` empty);
     - at the first entry C does not take (another shape, a name to refuse or to encode with
       surrogateescape) C pulls the rest of the batch as it comes, and ``batch`` is None:
       ``entries`` are all the batch's entries, as the engine pulls them, for :func:`pack`;
@@ -247,7 +253,8 @@ def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Opt
     Raises BadReturn, as :func:`pack` does, for a batch whose attrs do not pack or whose
     offset mode is not the listing's."""
     assert PULL is not None
-    blob, k, shared, attrs, offs_c, rest, err = PULL(it, size)
+    blob, k, flags, attrs, offs_c, inos_c, rest, err = PULL(it, size)
+    shared = flags & _SHARED
     if rest is None and err is None:
         if not k:
             return None, [], None, True
@@ -258,18 +265,29 @@ def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Opt
                 if shared else _pack_attrs(attrs)
         except Exception as e:
             raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
+        if inos_c is not None and attrs_c == _NULL:
+            raise BadReturn(_INOS_ALONE)
         return Batch(None, blob, attrs_c, stride,
                      None if offs_c is None else memoryview(offs_c).cast("q"),
-                     _NULL if offs_c is None else offs_c, n=k, checked=True), [], None, k < size
+                     _NULL if offs_c is None else offs_c,
+                     None if inos_c is None else memoryview(inos_c).cast("Q"),
+                     _NULL if inos_c is None else inos_c, k, bool(flags & _BYTES) + 1), [], \
+            None, k < size
     if err is not None and not isinstance(err, Exception):
         raise err
     # the entries C took, as Python would have pulled them, then the rest as they came
     entries: list[Any] = []
     if k:
-        names = blob.decode(ENC, "surrogateescape").split("\0")
+        names = blob.split(b"\0") if flags & _BYTES else \
+            blob.decode(ENC, "surrogateescape").split("\0")
         attrs = (attrs,) * k if shared else attrs
-        entries = list(zip(names, attrs) if offs_c is None else
-                       zip(names, attrs, memoryview(offs_c).cast("q")))
+        if inos_c is not None:
+            entries = list(zip(names, attrs, memoryview(offs_c or bytes(8 * k)).cast("q"),
+                               memoryview(inos_c).cast("Q")))
+        elif offs_c is not None:
+            entries = list(zip(names, attrs, memoryview(offs_c).cast("q")))
+        else:
+            entries = list(zip(names, attrs))
     if rest is not None:
         entries += rest
     return None, entries, err, err is not None or len(entries) < size
@@ -306,8 +324,7 @@ def _pack(listing_mode: int, batch: list[Any], fast: bool) -> Batch:
     inos_c = _NULL
     if inos is not None:
         if attrs_c == _NULL:
-            raise BadReturn("readdir yielded (name, attr, offset, ino) entries without an attr "
-                            "(the inode number replaces the attr's)")
+            raise BadReturn(_INOS_ALONE)
         try:
             inos_c = _int64s("Q", inos)
         except struct.error:
