@@ -304,3 +304,35 @@ def test_an_error_mid_listing_surfaces_on_the_next_request(mount_ops, mnt, fail_
                 seen.append((e.name, os.lstat(e.path).st_size))
     assert ei.value.errno == errno.EBADMSG
     assert seen == [(f"f{i:07d}", i) for i in range(fail_after)]  # none lost, each its attr
+
+
+@needs_pull
+@pytest.mark.expect_errors
+@pytest.mark.parametrize("name", [
+    "", "/", "a/b", "nul\0inside", "x" * 255, "x" * 256, "é" * 127, "é" * 128, ".", "..",
+    "b\udcff", b"raw\xff", b"a/b", "ok",  # "ok": the same name twice
+])
+def test_c_and_the_filler_refuse_the_same_names(mount_ops, mnt, name):
+    """pull.c checks names as csrc/readdir.c's check_names does (a batch C packed skips that
+    check): a listing of ["ok", name] served from a list (Python packs it, the filler checks
+    it) and from a generator (C pulls it) ends the same way."""
+    class Both(Listing):
+        def readdir(self, path, offset, fh, plus):
+            entries = [("ok", Attr(mode=FILE)), (name, Attr(mode=FILE))]
+            return entries if path == "/d" else iter(entries)
+
+        def getattr(self, path, fh):
+            if path in ("/", "/d", "/g"):
+                return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+            return Attr(mode=FILE, size=1)
+
+    mount_ops(Both())
+    seen = []
+    for d in ("d", "g"):
+        try:
+            seen.append(sorted(os.listdir(os.fsencode(os.path.join(mnt, d)))))
+        except OSError as e:
+            seen.append(e.errno)
+    assert seen[0] == seen[1]
+    assert seen[0] == errno.EIO if name in ("", "/", "a/b", "nul\0inside", "x" * 256, "é" * 128,
+                                            b"a/b", "ok") else isinstance(seen[0], list)
