@@ -35,7 +35,6 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 PY = sys.executable
 DELAY = "0.01"
-ASYNC_READS = 10  # bench/workloads.py's: reads a thread makes in one call of AN
 
 AIO_IMPLS: dict[str, list[str]] = {
     "pyfuse-ll": [PY, "-m", "pyfuse.examples.latency", "{mnt}", "--delay", DELAY],
@@ -146,14 +145,13 @@ run(mnt)
 t = time.perf_counter()
 for _ in range(calls):
     run(mnt)
-if workloads.ASYNC_READS != int(sys.argv[4]):
-    raise SystemExit("bench/aio.py's ASYNC_READS differs from bench/workloads.py's")
 print(calls * 256 * workloads.ASYNC_READS / (time.perf_counter() - t))
 """
 
 
 def against(other: str, rounds: int, calls: int) -> dict[str, list[float]]:
     """A256 of this checkout's pyfuse-ll, ``other``'s and pyfuse3, in rotating rounds."""
+    from bench.workloads import ASYNC_READS
     from pyfuse import testing
 
     impls = {"pyfuse-ll": (AIO_IMPLS["pyfuse-ll"], ROOT),
@@ -174,8 +172,7 @@ def against(other: str, rounds: int, calls: int) -> dict[str, list[float]]:
             for r in range(rounds):
                 for name in names[r % len(names):] + names[:r % len(names)]:
                     before = cpu_seconds(pids[name])
-                    out = subprocess.run([PY, "-c", AB_CLIENT, dirs[name], str(calls), ROOT,
-                                          str(ASYNC_READS)],
+                    out = subprocess.run([PY, "-c", AB_CLIENT, dirs[name], str(calls), ROOT],
                                          capture_output=True, text=True, check=True).stdout
                     cpu[name].append((cpu_seconds(pids[name]) - before) / reads * 1e6)
                     rates[name].append(float(out))
