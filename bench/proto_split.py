@@ -79,12 +79,46 @@ fail:
     return NULL;
 }
 
+#define SLOTS 1024
+
+/* One (str name, attr) entry of pull and checked: its name checked (not empty, no '/', at
+   most 255 bytes, not twice: FNV-1a into SLOTS slots of seen), copied NUL-terminated at
+   buf + *at; *attr its attr. 0, or -1 with an error set. */
+static inline __attribute__((always_inline)) int take(PyObject *e, const char **seen,
+                                                     size_t *at, PyObject **attr) {
+    if (!e || !PyTuple_Check(e) || PyTuple_Size(e) != 2) {
+        PyErr_SetString(PyExc_TypeError, "entry");
+        return -1;
+    }
+    PyObject *name = PyTuple_GetItem(e, 0);
+    *attr = PyTuple_GetItem(e, 1);
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(name, &len);
+    if (!s || len == 0 || len > 255 || memchr(s, '/', (size_t)len)) {
+        if (s) PyErr_SetString(PyExc_ValueError, "name");
+        return -1;
+    }
+    char *p = buf + *at;
+    memcpy(p, s, (size_t)len);
+    p[len] = 0;
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 16777619u;
+    for (h &= SLOTS - 1; seen[h] != NULL; h = (h + 1) & (SLOTS - 1))
+        if (strcmp(seen[h], p) == 0) {
+            PyErr_SetString(PyExc_ValueError, "duplicate");
+            return -1;
+        }
+    seen[h] = p;
+    *at += (size_t)len + 1;
+    return 0;
+}
+
 /* pull(iterator, n): up to n (str name, attr) entries pulled from the iterator and read in one
    pass, without a list: each name checked as csrc/readdir.c's check_names checks a batch (not
    empty, no '/', at most 255 bytes, not twice: FNV-1a into 1,024 slots) and copied into the
    NUL-separated buffer, each attr compared with the first. Returns (blob, k, shared); the
    names are not kept (the blob has them). */
-#define SLOTS 1024
 static PyObject *pull(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *it;
@@ -105,33 +139,11 @@ static PyObject *pull(PyObject *self, PyObject *args) {
             if (PyErr_Occurred()) return NULL;
             break;
         }
-        if (!PyTuple_Check(e) || PyTuple_Size(e) != 2) {
+        PyObject *attr;
+        if (take(e, seen, &at, &attr) < 0) {
             Py_DECREF(e);
-            PyErr_SetString(PyExc_TypeError, "entry");
             return NULL;
         }
-        PyObject *name = PyTuple_GetItem(e, 0), *attr = PyTuple_GetItem(e, 1);
-        Py_ssize_t len;
-        const char *s = PyUnicode_AsUTF8AndSize(name, &len);
-        if (!s || len == 0 || len > 255 || memchr(s, '/', (size_t)len)) {
-            Py_DECREF(e);
-            if (s) PyErr_SetString(PyExc_ValueError, "name");
-            return NULL;
-        }
-        char *p = buf + at;
-        memcpy(p, s, (size_t)len);
-        p[len] = 0;
-        uint32_t h = 2166136261u;
-        for (Py_ssize_t i = 0; i < len; i++)
-            h = (h ^ (unsigned char)p[i]) * 16777619u;
-        for (h &= SLOTS - 1; seen[h] != NULL; h = (h + 1) & (SLOTS - 1))
-            if (strcmp(seen[h], p) == 0) {
-                Py_DECREF(e);
-                PyErr_SetString(PyExc_ValueError, "duplicate");
-                return NULL;
-            }
-        seen[h] = p;
-        at += (size_t)len + 1;
         if (k == 0) a0 = attr;
         else if (attr != a0) shared = 0;
         Py_DECREF(e);  /* a0 stays alive: the caller's attr (a prototype's shortcut) */
@@ -155,31 +167,9 @@ static PyObject *checked(PyObject *self, PyObject *batch) {
     PyObject *a0 = NULL;
     int shared = 1;
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *e = PyList_GetItem(batch, k);
-        if (!e || !PyTuple_Check(e) || PyTuple_Size(e) != 2) {
-            PyErr_SetString(PyExc_TypeError, "entry");
+        PyObject *attr;
+        if (take(PyList_GetItem(batch, k), seen, &at, &attr) < 0)
             return NULL;
-        }
-        PyObject *name = PyTuple_GetItem(e, 0), *attr = PyTuple_GetItem(e, 1);
-        Py_ssize_t len;
-        const char *s = PyUnicode_AsUTF8AndSize(name, &len);
-        if (!s || len == 0 || len > 255 || memchr(s, '/', (size_t)len)) {
-            if (s) PyErr_SetString(PyExc_ValueError, "name");
-            return NULL;
-        }
-        char *p = buf + at;
-        memcpy(p, s, (size_t)len);
-        p[len] = 0;
-        uint32_t h = 2166136261u;
-        for (Py_ssize_t i = 0; i < len; i++)
-            h = (h ^ (unsigned char)p[i]) * 16777619u;
-        for (h &= SLOTS - 1; seen[h] != NULL; h = (h + 1) & (SLOTS - 1))
-            if (strcmp(seen[h], p) == 0) {
-                PyErr_SetString(PyExc_ValueError, "duplicate");
-                return NULL;
-            }
-        seen[h] = p;
-        at += (size_t)len + 1;
         if (k == 0) a0 = attr;
         else if (attr != a0) shared = 0;
     }
