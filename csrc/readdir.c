@@ -5,6 +5,7 @@
  * Offsets given to libfuse are never 0: libfuse < 3.17.1 drops readdirplus attributes in its
  * offset-0 ("whole listing at once") mode, so positional listings are numbered base + i + 1. */
 #include "pyfuse.h"
+#include "names.h"
 
 #include <stddef.h>
 
@@ -220,8 +221,8 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
                        dir_of(fi)->fh);
 }
 
-/* Check a batch before any of it reaches libfuse: exactly n non-empty names, none longer than
- * 255 bytes, none with '/', unless dup_names no name twice (within the batch: a table on the stack, so memory
+/* Check a batch before any of it reaches libfuse by names.h's rules: exactly n non-empty names,
+ * none longer than PYFUSE_NAME_MAX bytes, none with '/', unless dup_names no name twice (within the batch: a table on the stack, so memory
  * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
  * name too many. */
 #define DUP_SLOTS PYFUSE_DUP_SLOTS
@@ -244,15 +245,15 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
 
         if (len == 0 || memchr(p, '/', len) != NULL)
             return -EINVAL;
-        if (len > 255)
+        if (len > PYFUSE_NAME_MAX)
             return -ENAMETOOLONG;
         if (nul == NULL && i != n - 1)
             return -EINVAL;
         if (dedup) {
-            uint32_t h = 2166136261u; /* FNV-1a */
+            uint32_t h = PYFUSE_NAME_HASH0;
 
             for (size_t k = 0; k < len; k++)
-                h = (h ^ (unsigned char)p[k]) * 16777619u;
+                h = pyfuse_name_hash(h, (unsigned char)p[k]);
             for (h &= DUP_SLOTS - 1; seen[h] != NULL; h = (h + 1) & (DUP_SLOTS - 1))
                 if (strncmp(seen[h], p, len) == 0 && seen[h][len] == '\0')
                     return -EEXIST;

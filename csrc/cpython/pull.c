@@ -3,8 +3,8 @@
  * The one part of pyfuse written against CPython's API (its stable ABI, as the cffi shim is),
  * because it steps a Python iterator: the readdir engine (pyfuse/_core/readdir.py) hands it a
  * listing's iterator and the batch's size, and for each entry that is a tuple (name, attr[,
- * offset[, ino]]), name a str or bytes, it checks the name as csrc/readdir.c's check_names would
- * (not empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it,
+ * offset[, ino]]), name a str or bytes, it checks the name by csrc/names.h's rules, as csrc/readdir.c's check_names
+ * does (not empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it,
  * NUL-terminated, into the batch's name buffer, compares the attr with the first entry's and
  * keeps the offset and inode number, then lets the entry go. No list of entries, no tuple of
  * names and no second pass over the names: C's filler takes the buffer as checked
@@ -25,12 +25,18 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_BATCH 512  /* PYFUSE_READDIR_BATCH (csrc/pyfuse_cdef.h), checked by the engine */
-#define SLOTS 1024     /* the duplicate-name table: a power of two, at least 2 * MAX_BATCH */
-#define NAME_MAX_LEN 255
+#include "../names.h"
+#include "../pyfuse_cdef.h"  /* the batch's size and the table's, as the shim has them */
+
+#define MAX_BATCH PYFUSE_READDIR_BATCH  /* the engine checks the shim it loads agrees */
+#define SLOTS PYFUSE_DUP_SLOTS          /* the duplicate-name table */
+_Static_assert((SLOTS & (SLOTS - 1)) == 0 && SLOTS >= 2 * MAX_BATCH && MAX_BATCH < 65535,
+               "PYFUSE_DUP_SLOTS must be a power of two, at least twice PYFUSE_READDIR_BATCH, "
+               "and an entry number + 1 must fit the table's uint16_t slots");
 #define STACK_NAMES 16384  /* the name buffer on the stack; a longer batch's grows on the heap */
 
 /* pull's flags */
@@ -117,7 +123,7 @@ static int take_name(struct pull_state *s, struct names *b, struct seen *t, int 
     Py_ssize_t len;
     const char *u;
     unsigned char *p;
-    uint32_t h = 2166136261u; /* FNV-1a, as check_names */
+    uint32_t h = PYFUSE_NAME_HASH0;
     int kind = 1;
 
     if (PyUnicode_CheckExact(name)) {
@@ -138,7 +144,7 @@ static int take_name(struct pull_state *s, struct names *b, struct seen *t, int 
     } else {
         return 0;
     }
-    if (len == 0 || len > NAME_MAX_LEN)
+    if (len == 0 || len > PYFUSE_NAME_MAX)
         return 0;
     if (names_room(b, (size_t)len + 1) < 0)
         return -1;
@@ -146,9 +152,9 @@ static int take_name(struct pull_state *s, struct names *b, struct seen *t, int 
     memcpy(p, u, (size_t)len);
     p[len] = '\0';
     for (Py_ssize_t i = 0; i < len; i++) { /* checked and hashed in one pass */
-        if (p[i] == '/' || p[i] == '\0')
+        if (!pyfuse_name_byte(p[i]))
             return 0;
-        h = (h ^ p[i]) * 16777619u;
+        h = pyfuse_name_hash(h, p[i]);
     }
     if (!unseen(t, b, k, b->len, (size_t)len, h))
         return 0;

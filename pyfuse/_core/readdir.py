@@ -4,8 +4,9 @@ One call per kernel READDIR/READDIRPLUS request (:meth:`Listings.serve`). A list
 from the filesystem's iterable a batch at a time, packed (names in one NUL-separated buffer,
 attributes in one array, offsets in another) and handed to ``lib.pyfuse_fill``, whose loop
 over libfuse's filler runs in C; what the kernel buffer did not take stays packed in a
-:class:`DirStream` for the next request of that open directory. Memory is bounded by the batch
-(``PYFUSE_READDIR_BATCH`` entries), never by the directory. See docs/readdir.md.
+:class:`~.stream.DirStream` (pyfuse/_core/stream.py) for the next request of that open
+directory. Memory is bounded by the batch (``PYFUSE_READDIR_BATCH`` entries), never by the
+directory. See docs/readdir.md.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import types
 from collections import OrderedDict
 from itertools import islice
 from time import perf_counter_ns
-from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from .._pyfuse_c import lib
 from ..errors import BadReturn
@@ -22,9 +23,9 @@ from .batch import OFFSETS, POSITIONAL, PULL, UNKNOWN, Batch
 from .batch import hand as _hand
 from .batch import pack as _pack
 from .batch import pull as _pull
-from .dispatch import log
+from .stream import Converted, DirStream, TimedBatch, aclose_now
 
-__all__ = ["Listings", "DirStream", "Converted", "TimedBatch", "READDIR_BATCH", "PENDING"]
+__all__ = ["Listings", "READDIR_BATCH", "PENDING"]
 
 #: Most entries pulled from a readdir iterator (or sliced from its list) per batch handed to C.
 #: Bounds the memory a listing holds; the C filler stops at the kernel's buffer size and the rest
@@ -44,93 +45,6 @@ PENDING = 1
 #: Handleless listings (the inode API without OPENDIR) kept between requests, at most: the
 #: oldest is closed when another is kept (a reader that stops half way leaves one behind).
 ORPHANS = 64
-
-
-class Converted(NamedTuple):
-    """What a readdir handler of another API returns when its entries need converting:
-    ``items`` (a list, tuple or iterable of that API's entries) and ``convert(batch, plus)``,
-    which turns a batch of them into pyfuse entries just before it is packed; ``plus`` says
-    whether the request at hand is READDIRPLUS. Conversion happens a batch at a time, so what
-    it costs (attributes fetched for readdirplus, say) is paid only for the entries a request
-    hands out, and only when that request wants them."""
-
-    items: Any
-    convert: Callable[[list[Any], bool], list[Any]]
-
-
-class TimedBatch(list):  # type: ignore[type-arg]
-    """A batch an async readdir yields with the timeouts its readdirplus entries get (seconds,
-    finite, >= 0), instead of the session's: pyfuse.compat.pyfuse3's, whose entries carry
-    their own. A listing's entries get the lowest timeouts of the batches fetched so far."""
-
-    __slots__ = ("entry_timeout", "attr_timeout")
-
-    def __init__(self, entries: Any, entry_timeout: float, attr_timeout: float) -> None:
-        super().__init__(entries)
-        self.entry_timeout, self.attr_timeout = entry_timeout, attr_timeout
-
-
-class DirStream:
-    """A listing in progress, kept between READDIR requests of one open directory.
-
-    Entries come from the filesystem's list or tuple ``buf`` (sliced a batch at a time from
-    ``idx``, never copied whole) or from its iterator ``it`` (``None`` once exhausted, or for a
-    list). ``left`` is the packed rest of a batch that the last kernel buffer did not take.
-    ``mode`` mirrors the listing's ``struct pyfuse_dir`` mode, and ``handleless`` its flag: a
-    field of that struct costs a cffi attribute access (about 500 instructions) each time it
-    is read, so the engine reads each once a request and writes the mode only when it changes.
-    """
-
-    __slots__ = ("it", "buf", "idx", "left", "cap", "next_off", "pos", "error", "convert", "ait",
-                 "skip", "spawn", "timeouts", "mode", "handleless")
-
-    def __init__(self, it: Any, buf: Any = ()) -> None:
-        self.convert: Optional[Callable[[list[Any], bool], list[Any]]] = None
-        self.it = it
-        #: an async iterator's listing (an ``async def readdir`` generator): fetched a batch
-        #: at a time into ``buf`` on the event loop; ``skip``: entries to pass over first
-        self.ait: Any = None
-        self.skip = 0
-        self.spawn: Optional[Callable[[Any, str], None]] = None
-        self.buf = buf
-        self.idx = 0
-        self.left: Optional[Batch] = None
-        self.cap = 0           # entries the last full kernel buffer took: the next one's size
-        self.next_off = 0      # the request offset that continues this stream
-        self.pos = 0           # positional mode: entries handed to the kernel so far
-        self.error = 0         # errno raised after some entries, reported on the next request
-        #: (entry, attr) timeouts of the readdirplus entries (a TimedBatch's); None: the Config's
-        self.timeouts: Optional[tuple[float, float]] = None
-        #: the listing's offset mode (struct pyfuse_dir's, which also keeps it between a
-        #: handleless listing's requests); handleless: the listing's requests come without
-        #: OPENDIR (struct pyfuse_dir's handleless)
-        self.mode = UNKNOWN
-        self.handleless = 0
-
-    def close(self) -> None:
-        ait, self.ait = self.ait, None
-        if ait is not None and hasattr(ait, "aclose"):
-            if self.spawn is not None:
-                self.spawn(ait.aclose(), "closing a readdir iterator")  # its finally: runs
-            else:
-                _aclose_now(ait)
-        it, self.it = self.it, None
-        close = None if it is None else getattr(it, "close", None)
-        self.buf = ()
-        self.left = None
-        if close is not None:
-            try:
-                close()  # runs a generator's finally: blocks
-            except Exception:
-                log.exception("closing a readdir iterator raised")
-
-
-def _aclose_now(ait: Any) -> None:
-    """Close an async generator that never started (no event loop needed)."""
-    try:
-        ait.aclose().close()
-    except Exception:
-        pass
 
 
 def _fill(fill: Any, st: DirStream, b: Batch) -> int:
@@ -358,7 +272,7 @@ class Listings:
             st = DirStream(None, r)
         elif hasattr(r, "__anext__") or hasattr(r, "__aiter__"):
             if self.defer is None:
-                _aclose_now(r)
+                aclose_now(r)
                 raise BadReturn("readdir returned an async iterator: the path API's handlers "
                                 "are not async")
             st = DirStream(None)

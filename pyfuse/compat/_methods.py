@@ -8,7 +8,7 @@ import functools
 import time
 from typing import Any, Optional
 
-from .._core.readdir import Converted
+from .._core.stream import Converted
 from .._pyfuse_c import ffi
 from ..errors import FuseError
 from ..types import Attr, FileInfo, StatVFS

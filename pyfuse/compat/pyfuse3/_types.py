@@ -12,7 +12,7 @@ from typing import Any
 from ..._core.context import CURRENT as _CURRENT
 from ..._core.context import context as _context
 from ..._core.convert import ATTR_STRUCT, PackedAttr
-from ..._core.readdir import TimedBatch
+from ..._core.stream import TimedBatch
 from ...lowlevel import (
     SET_ATIME,
     SET_CTIME,
