@@ -222,9 +222,9 @@ int pyfuse_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 }
 
 /* Check a batch before any of it reaches libfuse by names.h's rules: exactly n non-empty names,
- * none longer than PYFUSE_NAME_MAX bytes, none with '/', unless dup_names no name twice (within the batch: a table on the stack, so memory
- * stays bounded; a duplicate across batches is not seen). A NUL inside a name shows up as one
- * name too many. */
+ * none longer than PYFUSE_NAME_MAX bytes, none with '/', unless dup_names no name twice (within
+ * the batch: a table on the stack, so memory stays bounded; a duplicate across batches is not
+ * seen). A NUL inside a name shows up as one name too many. */
 #define DUP_SLOTS PYFUSE_DUP_SLOTS
 _Static_assert((DUP_SLOTS & (DUP_SLOTS - 1)) == 0, "PYFUSE_DUP_SLOTS must be a power of two");
 _Static_assert(DUP_SLOTS >= 2 * PYFUSE_READDIR_BATCH,

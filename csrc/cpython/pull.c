@@ -3,16 +3,15 @@
  * The one part of pyfuse written against CPython's API (its stable ABI, as the cffi shim is),
  * because it steps a Python iterator: the readdir engine (pyfuse/_core/readdir.py) hands it a
  * listing's iterator and the batch's size, and for each entry that is a tuple (name, attr[,
- * offset[, ino]]), name a str or bytes, it checks the name by csrc/names.h's rules, as csrc/readdir.c's check_names
- * does (not empty, no '/' or NUL, at most 255 bytes, not twice in the batch), copies it,
- * NUL-terminated, into the batch's name buffer, compares the attr with the first entry's and
- * keeps the offset and inode number, then lets the entry go. No list of entries, no tuple of
- * names and no second pass over the names: C's filler takes the buffer as checked
- * (pyfuse_fill_checked). Anything else (another shape of entry, a name that is not valid UTF-8
- * or not valid at all, a duplicate, an offset or inode number that is not an int64 or uint64)
- * ends the fast path at that entry: the rest of the batch is pulled as it comes and handed back
- * as a list, so that Python packs the batch as before and reports what is wrong in its own
- * words.
+ * offset[, ino]]), name a str or bytes, it checks the name by csrc/names.h's rules, as
+ * csrc/readdir.c's check_names does (not empty, no '/' or NUL, at most 255 bytes, not twice in the
+ * batch), copies it, NUL-terminated, into the batch's name buffer, compares the attr with the first
+ * entry's and keeps the offset and inode number, then lets the entry go. No list of entries, no
+ * tuple of names and no second pass over the names: C's filler takes the buffer as checked
+ * (pyfuse_fill_checked). Anything else (another shape of entry, a name that is not valid UTF-8 or
+ * not valid at all, a duplicate, an offset or inode number that is not an int64 or uint64) ends the
+ * fast path at that entry: the rest of the batch is pulled as it comes and handed back as a list,
+ * so that Python packs the batch as before and reports what is wrong in its own words.
  *
  * Names are read with PyUnicode_AsUTF8AndSize, part of the stable ABI from Python 3.10 on: it is
  * looked up when the module is imported, and on Python 3.9 pull() is not offered (available is
