@@ -334,5 +334,7 @@ def test_c_and_the_filler_refuse_the_same_names(mount_ops, mnt, name):
         except OSError as e:
             seen.append(e.errno)
     assert seen[0] == seen[1]
-    assert seen[0] == errno.EIO if name in ("", "/", "a/b", "nul\0inside", "x" * 256, "é" * 128,
-                                            b"a/b", "ok") else isinstance(seen[0], list)
+    if name in ("", "/", "a/b", "nul\0inside", "x" * 256, "é" * 128, b"a/b", "ok"):
+        assert seen[0] == errno.EIO  # refused: the listing fails
+    else:
+        assert isinstance(seen[0], list)  # taken: the listing is served
