@@ -49,8 +49,73 @@ def test_pulls_and_packs_the_docs_entries():
 @pytest.mark.nofuse
 def test_attrs_of_their_own():
     a, b = Attr(mode=FILE, size=1), Attr(mode=FILE, size=2)
-    _, k, shared, attrs, *_ = _pull.pull(iter([("x", a), ("y", a), ("z", b)]), 512)
-    assert (k, shared, attrs) == (3, 0, (a, a, b))  # cut to the entries taken
+    _, k, flags, attrs, *_ = _pull.pull(iter([("x", a), ("y", a), ("z", b)]), 512)
+    assert B.ATTRS_IN_C  # Attr's layout as ctypes keeps it: checked when the engine loads
+    # each Attr's bytes, copied as it was pulled (k of them)
+    assert (k, flags, attrs) == (3, _pull.PACKED, bytes(a) * 2 + bytes(b))
+    c = Attr(mode=FILE, size=3)
+    _, k, flags, attrs, *_ = _pull.pull(iter([("x", a), ("y", b), ("z", c)]), 512)
+    assert (k, flags, attrs) == (3, _pull.PACKED, bytes(a) + bytes(b) + bytes(c))
+
+
+class SubAttr(Attr):
+    """A filesystem's own Attr (its bytes are Attr's, as ctypes lays a subclass out)."""
+
+    extra = "kept"
+
+
+@needs_pull
+@pytest.mark.nofuse
+@pytest.mark.parametrize("n", [3, 32, 33, 512, 600])
+def test_attrs_packed_in_c_as_they_come(n):
+    """Batches on the stack's buffer (up to 32 attrs) and beyond it, full and part-full, of
+    Attrs and of a subclass's: each entry's bytes, in order."""
+    attrs = [(SubAttr if i % 7 == 3 else Attr)(mode=FILE, ino=i + 2, size=i) for i in range(n)]
+    want = b"".join(bytes(Attr(mode=FILE, ino=i + 2, size=i)) for i in range(min(n, 512)))
+    _, k, flags, packed, *_ = _pull.pull(((f"f{i:05d}", a) for i, a in enumerate(attrs)), 512)
+    assert (k, flags, packed) == (min(n, 512), _pull.PACKED, want)
+    b, entries, err, ended = B.pull(iter([(f"g{i}", Attr(mode=FILE, size=i)) for i in range(n)]),
+                                    512, B.UNKNOWN)
+    assert (b.stride, b.n, entries, err, ended) == (_pull.ATTR_SIZE, min(n, 512), [], None,
+                                                    n < 512)
+    assert b.attrs == b"".join(bytes(Attr(mode=FILE, size=i)) for i in range(min(n, 512)))
+
+
+@needs_pull
+@pytest.mark.nofuse
+@pytest.mark.parametrize("other", [None, pack_attr(Attr(mode=FILE, size=9)), "not an attr"])
+def test_attrs_that_are_not_attr_objects_come_back_as_objects(other):
+    """An entry whose attr is not an Attr ends the packing (not the pull): the batch's attrs
+    come back as the objects, for Python to pack (or to refuse) as before."""
+    a = [Attr(mode=FILE, size=i) for i in range(40)]
+    items = [(f"f{i}", a[i]) for i in range(40)] + [("x", other), ("y", a[0])]
+    _, k, flags, attrs, *_ = _pull.pull(iter(items), 512)
+    assert (k, flags, attrs) == (42, 0, (*a, other, a[0]))
+    # packed, then an entry C does not take: the objects, for the entries Python rebuilds
+    items = [(f"f{i}", a[i]) for i in range(40)] + [DirEntry("d"), ("y", a[0])]
+    b, entries, err, ended = B.pull(iter(items), 512, B.UNKNOWN)
+    assert b is None and entries == items and err is None and ended
+    assert all(x[1] is y[1] for x, y in zip(entries, items))
+
+
+@needs_pull
+@pytest.mark.nofuse
+def test_attr_layout_is_checked_before_it_is_used():
+    """use_attr trusts ctypes' layout only if a probe's bytes are where addressof says; a
+    wrong address (or size) turns the packing off, and pull hands the objects back."""
+    import ctypes
+    probe = Attr()
+    try:
+        assert not _pull.use_attr(Attr, probe, ctypes.addressof(probe) + 8, ctypes.sizeof(Attr))
+        a, b = Attr(mode=FILE, size=1), Attr(mode=FILE, size=2)
+        assert _pull.pull(iter([("x", a), ("y", b)]), 512)[2:4] == (0, (a, b))
+        assert not _pull.use_attr(Attr, probe, ctypes.addressof(probe), 8)
+        with pytest.raises(TypeError):
+            _pull.use_attr(Attr, "not an Attr", 0, ctypes.sizeof(Attr))
+    finally:
+        assert _pull.use_attr(Attr, probe, ctypes.addressof(probe), ctypes.sizeof(Attr))
+    assert _pull.pull(iter([("x", a), ("y", b)]), 512)[2:4] == (_pull.PACKED,
+                                                                bytes(a) + bytes(b))
 
 
 @needs_pull
@@ -161,6 +226,8 @@ def test_no_reference_is_leaked():
     for _ in range(100):
         _pull.pull(iter([(name, a), ("x", a)]), 512)
         _pull.pull(iter([(name, a), ("y", Attr())]), 512)
+        _pull.pull(iter([(name, a), ("y", Attr()), ("z", None)]), 512)  # packed, then not
+        _pull.pull(iter([(f"{name}{i}", Attr()) for i in range(40)] + [(name, a)]), 512)
         _pull.pull(iter([(name, a), (name, a)]), 512)  # stops at the second
     assert (sys.getrefcount(a), sys.getrefcount(name)) == before
 

@@ -37,16 +37,37 @@ _Static_assert((SLOTS & (SLOTS - 1)) == 0 && SLOTS >= 2 * MAX_BATCH && MAX_BATCH
                "PYFUSE_DUP_SLOTS must be a power of two, at least twice PYFUSE_READDIR_BATCH, "
                "and an entry number + 1 must fit the table's uint16_t slots");
 #define STACK_NAMES 16384  /* the name buffer on the stack; a longer batch's grows on the heap */
+#define STACK_ATTRS 32     /* attrs on the stack; a batch with more moves them to the heap */
 
 /* pull's flags */
 #define PULL_SHARED 1  /* the entries share one attr */
 #define PULL_BYTES 2   /* every name was bytes */
+#define PULL_PACKED 4  /* attrs is the entries' Attr bytes, packed (struct pyfuse_attr each) */
 
 typedef const char *(*as_utf8_fn)(PyObject *, Py_ssize_t *);
 
 struct pull_state {
-    as_utf8_fn as_utf8;  /* PyUnicode_AsUTF8AndSize; NULL before Python 3.10 */
+    as_utf8_fn as_utf8;   /* PyUnicode_AsUTF8AndSize; NULL before Python 3.10 */
+    PyObject *attr_type;  /* pyfuse.Attr once use_attr() has checked its layout, else NULL */
 };
+
+#define ATTR_SIZE sizeof(struct pyfuse_attr)
+
+/* An Attr's bytes (struct pyfuse_attr's, in place), or NULL if a is not an Attr (or Attr's
+ * layout was not checked). An Attr is a ctypes structure: ctypes keeps its bytes behind the
+ * pointer stored right after the object's header (CDataObject's b_ptr, first since ctypes
+ * began). That is not a documented API, so use_attr() checks it against ctypes.addressof
+ * before pull() relies on it; the buffer protocol would cost as much as the join it replaces
+ * (about 125 instructions an entry against 5, callgrind), and is not in the stable ABI before
+ * Python 3.11. */
+static const char *attr_bytes(const struct pull_state *s, PyObject *a)
+{
+    if (s->attr_type == NULL
+        || (Py_TYPE(a) != (PyTypeObject *)s->attr_type
+            && !PyType_IsSubtype(Py_TYPE(a), (PyTypeObject *)s->attr_type)))
+        return NULL;
+    return *(const char *const *)(const void *)((const char *)a + sizeof(PyObject));
+}
 
 /* The name buffer of one call: on the stack, moved to the heap when a batch's names outgrow
  * it. Returns 0, or -1 with MemoryError set. */
@@ -76,6 +97,50 @@ static int names_room(struct names *b, size_t more)
     b->cap = cap;
     b->heap = 1;
     return 0;
+}
+
+/* The attrs' bytes of one call: on the stack for a small batch; when it outgrows that, a bytes
+ * object of the whole batch's size (one allocation a batch, handed back as it is when the batch
+ * is full: a copy of tens of KiB would cost more than the join it replaces). */
+struct attr_buf {
+    char *p;
+    size_t len, cap;
+    PyObject *obj; /* NULL while on the stack */
+};
+
+/* One entry's attr bytes (src) appended, with room made for `left` entries (this one and
+ * those the batch may still take) when the stack's is outgrown. 0, or -1 with MemoryError. */
+static int add_attr(struct attr_buf *ab, const char *src, int left)
+{
+    if (ab->len + ATTR_SIZE > ab->cap) {
+        size_t cap = ab->len + (size_t)left * ATTR_SIZE;
+        PyObject *obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)cap);
+
+        if (obj == NULL)
+            return -1;
+        memcpy(PyBytes_AsString(obj), ab->p, ab->len);
+        Py_XDECREF(ab->obj);
+        ab->obj = obj;
+        ab->p = PyBytes_AsString(obj);
+        ab->cap = cap;
+    }
+    memcpy(ab->p + ab->len, src, ATTR_SIZE);
+    ab->len += ATTR_SIZE;
+    return 0;
+}
+
+/* The attrs' bytes as a bytes object of their length (a new reference), or NULL with an error
+ * set; the buffer's object is taken over or released. */
+static PyObject *take_attrs(struct attr_buf *ab)
+{
+    PyObject *obj = ab->obj, *cut;
+
+    ab->obj = NULL;
+    if (obj != NULL && ab->len == ab->cap)
+        return obj;
+    cut = PyBytes_FromStringAndSize(ab->p, (Py_ssize_t)ab->len); /* a part-full batch's */
+    Py_XDECREF(obj);
+    return cut;
 }
 
 /* The duplicate-name table of one call: slot -> entry number + 1 (0: empty), the entries' names
@@ -221,12 +286,13 @@ static PyObject *pull(PyObject *module, PyObject *args)
     struct pull_state *s = PyModule_GetState(module);
     PyObject *it, *a0 = NULL, *attrs = NULL, *rest = Py_None, *err = Py_None, *res = NULL;
     PyObject *blob, *off_blob = NULL, *ino_blob = NULL;
-    char stack[STACK_NAMES];
+    char stack[STACK_NAMES], astack[STACK_ATTRS * ATTR_SIZE];
     struct names b = { stack, 0, sizeof stack, 0 };
+    struct attr_buf ab = { astack, 0, sizeof astack, NULL }; /* the attrs' while packed is 1 */
     struct seen seen;
     int64_t offs[MAX_BATCH];
     uint64_t inos[MAX_BATCH];
-    int n, k, any_off = 0, any_ino = 0, fours = 0, all_bytes = 1;
+    int n, k, any_off = 0, any_ino = 0, fours = 0, all_bytes = 1, packed = 0;
     Py_ssize_t size;
 
     if (!PyArg_ParseTuple(args, "Oi:pull", &it, &n))
@@ -310,9 +376,25 @@ static PyObject *pull(PyObject *module, PyObject *args)
                     Py_INCREF(a0);
                     PyTuple_SetItem(attrs, i, a0);
                 }
+                packed = attr_bytes(s, a0) != NULL; /* a0 is an Attr: k copies of its bytes */
+                for (int i = 0; packed && i < k; i++) {
+                    if (add_attr(&ab, attr_bytes(s, a0), n - i) < 0) {
+                        Py_DECREF(e);
+                        goto fail;
+                    }
+                }
             }
             Py_INCREF(attr);
             PyTuple_SetItem(attrs, k, attr);
+            if (packed) { /* every attr so far an Attr: its bytes copied as it comes */
+                const char *src = attr_bytes(s, attr);
+
+                packed = src != NULL;
+                if (packed && add_attr(&ab, src, n - k) < 0) {
+                    Py_DECREF(e);
+                    goto fail;
+                }
+            }
         }
         Py_DECREF(e);
     }
@@ -338,16 +420,28 @@ static PyObject *pull(PyObject *module, PyObject *args)
         if (ino_blob == NULL)
             goto fail;
     }
+    /* every entry taken, each with an Attr of its own: their bytes instead of the tuple */
+    packed = packed && attrs != NULL && rest == Py_None && err == Py_None;
+    if (packed) {
+        PyObject *pk = take_attrs(&ab);
+
+        if (pk == NULL)
+            goto fail;
+        Py_DECREF(attrs);
+        attrs = pk;
+    }
     blob = PyBytes_FromStringAndSize(b.p, b.len ? (Py_ssize_t)b.len - 1 : 0);
     if (blob != NULL)
         res = Py_BuildValue("(NiiOOOOO)", blob, k,
-                            (attrs == NULL ? PULL_SHARED : 0) | (k && all_bytes ? PULL_BYTES : 0),
+                            (attrs == NULL ? PULL_SHARED : 0) | (k && all_bytes ? PULL_BYTES : 0)
+                                | (packed ? PULL_PACKED : 0),
                             attrs != NULL ? attrs : a0 != NULL ? a0 : Py_None,
                             off_blob != NULL ? off_blob : Py_None,
                             ino_blob != NULL ? ino_blob : Py_None, rest, err);
 fail:
     if (b.heap)
         PyMem_Free(b.p);
+    Py_XDECREF(ab.obj);
     Py_XDECREF(a0);
     Py_XDECREF(attrs);
     Py_XDECREF(off_blob);
@@ -363,7 +457,9 @@ PyDoc_STRVAR(pull_doc,
 "(name, attr, int offset) or (name, attr, int offset, int ino) tuple (name a str or bytes) in\n"
 "one pass. names: the k names taken, NUL-separated (UTF-8 for a str), checked as the shim's\n"
 "filler checks them; flags: SHARED if all k share one attr, then attrs is it (None if k is\n"
-"0), else attrs is the tuple of the k attrs, and BYTES if every name was bytes; offsets: None\n"
+"0), else attrs is the tuple of the k attrs, and BYTES if every name was bytes; PACKED if\n"
+"no entry stopped the pull and each of the k has an attr of its own, every one an instance of\n"
+"use_attr()'s class: then attrs is their bytes instead, ATTR_SIZE each; offsets: None\n"
 "if every offset is 0, else the k offsets as native int64s; inos: the k inode numbers as\n"
 "native uint64s (0 for an entry without one) if every entry has one or one is not 0, else\n"
 "None. rest: None, or the list of the entries pulled from the first that is not such a tuple\n"
@@ -371,8 +467,53 @@ PyDoc_STRVAR(pull_doc,
 "raised after those entries, or None. Fewer than n entries in all with no error: the\n"
 "iterator is exhausted.");
 
+/* use_attr(cls, probe, address, size) -> bool: see use_attr_doc. */
+static PyObject *use_attr(PyObject *module, PyObject *args)
+{
+    struct pull_state *s = PyModule_GetState(module);
+    PyObject *cls, *probe, *basic;
+    unsigned long long addr;
+    Py_ssize_t size, basicsize;
+    int ok;
+
+    if (!PyArg_ParseTuple(args, "OOKn:use_attr", &cls, &probe, &addr, &size))
+        return NULL;
+    if (!PyType_Check(cls) || !PyObject_TypeCheck(probe, (PyTypeObject *)cls)) {
+        PyErr_SetString(PyExc_TypeError, "pyfuse._pull.use_attr: probe must be an instance of "
+                                         "the class cls");
+        return NULL;
+    }
+    basic = PyObject_GetAttrString(cls, "__basicsize__");
+    if (basic == NULL)
+        return NULL;
+    basicsize = PyLong_AsSsize_t(basic);
+    Py_DECREF(basic);
+    if (basicsize == -1 && PyErr_Occurred())
+        return NULL;
+    /* the pointer read only where the object has one, and trusted only if it is the address */
+    ok = size == (Py_ssize_t)ATTR_SIZE
+         && basicsize >= (Py_ssize_t)(sizeof(PyObject) + sizeof(char *))
+         && *(const char *const *)(const void *)((const char *)probe + sizeof(PyObject))
+                == (const char *)(uintptr_t)addr;
+    Py_XDECREF(s->attr_type);
+    s->attr_type = NULL;
+    if (ok) {
+        Py_INCREF(cls);
+        s->attr_type = cls;
+    }
+    return PyBool_FromLong(ok);
+}
+
+PyDoc_STRVAR(use_attr_doc,
+"use_attr(cls, probe, address, size) -> bool\n\n"
+"Let pull() copy the bytes of each attr that is an instance of cls (pyfuse.Attr, a ctypes\n"
+"structure of size bytes) as it pulls it, if probe (an instance) keeps them where ctypes\n"
+"has always kept them: at address, ctypes.addressof(probe). Returns whether it does; if not\n"
+"(or size is not struct pyfuse_attr's) pull() hands every attr back as before.");
+
 static PyMethodDef methods[] = {
     {"pull", pull, METH_VARARGS, pull_doc},
+    {"use_attr", use_attr, METH_VARARGS, use_attr_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -394,7 +535,32 @@ static int exec_module(PyObject *module)
     return PyModule_AddIntConstant(module, "available", s->as_utf8 != NULL) < 0
         || PyModule_AddIntConstant(module, "MAX_BATCH", MAX_BATCH) < 0
         || PyModule_AddIntConstant(module, "SHARED", PULL_SHARED) < 0
-        || PyModule_AddIntConstant(module, "BYTES", PULL_BYTES) < 0 ? -1 : 0;
+        || PyModule_AddIntConstant(module, "BYTES", PULL_BYTES) < 0
+        || PyModule_AddIntConstant(module, "PACKED", PULL_PACKED) < 0
+        || PyModule_AddIntConstant(module, "ATTR_SIZE", (long)ATTR_SIZE) < 0 ? -1 : 0;
+}
+
+static int traverse_module(PyObject *module, visitproc visit, void *arg)
+{
+    struct pull_state *s = PyModule_GetState(module);
+
+    if (s != NULL)
+        Py_VISIT(s->attr_type);
+    return 0;
+}
+
+static int clear_module(PyObject *module)
+{
+    struct pull_state *s = PyModule_GetState(module);
+
+    if (s != NULL)
+        Py_CLEAR(s->attr_type);
+    return 0;
+}
+
+static void free_module(void *module)
+{
+    clear_module((PyObject *)module);
 }
 
 static PyModuleDef_Slot slots[] = {
@@ -405,7 +571,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "pyfuse._pull",
     "A listing's batch pulled from a readdir iterator and read in C (see pull).",
-    sizeof(struct pull_state), methods, slots, NULL, NULL, NULL,
+    sizeof(struct pull_state), methods, slots, traverse_module, clear_module, free_module,
 };
 
 PyMODINIT_FUNC PyInit__pull(void)

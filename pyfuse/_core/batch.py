@@ -8,6 +8,7 @@ for the docs' ``(name, attr)`` tuples, packs it in C as it goes (``pyfuse._pull`
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import stat
 import struct
@@ -17,7 +18,7 @@ from typing import Any, Callable, Optional
 from .. import _pull
 from .._pyfuse_c import ffi, lib
 from ..errors import BadListing, BadReturn
-from ..types import DirEntry
+from ..types import Attr, DirEntry
 from .convert import ATTR_STRUCT, ENC, NO_ATTR, pack_attr
 
 __all__ = ["Batch", "pack", "pull", "PULL", "hand", "culprit", "FILL_ERRORS", "POSITIONAL",
@@ -223,7 +224,13 @@ FILL_ERRORS = {
 
 #: pyfuse._pull.pull, or None where it is not offered (Python 3.9: see csrc/cpython/pull.c)
 PULL: Optional[Callable[..., Any]] = _pull.pull if _pull.available else None
-_SHARED, _BYTES = _pull.SHARED, _pull.BYTES
+_SHARED, _BYTES, _PACKED = _pull.SHARED, _pull.BYTES, _pull.PACKED
+_probe = Attr()
+#: pyfuse._pull copies each Attr's bytes as it pulls it (no join of the batch's attrs after),
+#: where ctypes keeps them as it always has (checked here, on one Attr)
+ATTRS_IN_C: bool = PULL is not None and _pull.use_attr(Attr, _probe, ctypes.addressof(_probe),
+                                                       ctypes.sizeof(Attr))
+del _probe
 if _pull.MAX_BATCH < lib.PYFUSE_READDIR_BATCH:  # csrc/cpython/pull.c's, the shim's
     raise ImportError(f"pyfuse._pull takes batches of at most {_pull.MAX_BATCH} entries, "
                       f"the shim's are of {lib.PYFUSE_READDIR_BATCH}: rebuild pyfuse")
@@ -262,7 +269,7 @@ def pull(it: Any, size: int, mode: int) -> tuple[Optional[Batch], list[Any], Opt
             raise BadReturn(_MIXED)
         try:
             attrs_c, stride = ((_NULL, 0) if attrs is None else (_packed(attrs), 0)) \
-                if shared else _pack_attrs(attrs)
+                if shared else (attrs, _ATTR_SIZE) if flags & _PACKED else _pack_attrs(attrs)
         except Exception as e:
             raise BadReturn(f"readdir yielded an invalid attr: {e}") from None
         if inos_c is not None and attrs_c == _NULL:
