@@ -165,6 +165,23 @@ void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);
 void pyfuse_fill_ops(struct fuse_operations *ops, uint64_t opmask);
 
+/* dirent.c: the inode API's listing records (the kernel's struct fuse_dirent and
+ * fuse_direntplus), as libfuse's fuse_add_direntry(_plus) write them. Each returns the bytes the
+ * record takes, and writes it only if that is at most room. */
+struct fuse_attr;
+struct pyfuse_valid { /* an entry's timeouts as the kernel takes them */
+    uint64_t entry, attr;
+    uint32_t entry_nsec, attr_nsec;
+};
+void pyfuse_valid_of(struct pyfuse_valid *v, double entry_timeout, double attr_timeout);
+void pyfuse_attr_to_kernel(const struct pyfuse_attr *a, struct fuse_attr *k);
+size_t pyfuse_put_dirent(char *buf, size_t room, const char *name, size_t namelen, uint64_t ino,
+                         uint32_t mode, int64_t off);
+/* v NULL: timeouts 0 (a record that gives the kernel no entry: nodeid 0) */
+size_t pyfuse_put_direntplus(char *buf, size_t room, const char *name, size_t namelen,
+                             uint64_t nodeid, const struct fuse_attr *attr,
+                             const struct pyfuse_valid *v, int64_t off);
+
 /* readdir.c: the directory operations of the table */
 int pyfuse_op_opendir(const char *path, struct fuse_file_info *fi);
 int pyfuse_op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,

@@ -239,6 +239,11 @@ int pyfuse_fill(struct pyfuse_fill *fill, const char *names, size_t names_len, i
  * n NUL-separated names, each not empty, without '/', at most 255 bytes, none twice. */
 int pyfuse_fill_checked(struct pyfuse_fill *fill, const char *names, int n, const char *offs,
                         const char *attrs, size_t attr_stride, const char *inos, int64_t base);
+/* dirent.c, for the tests: 1 if the inode API's listing records of the entry (name, a, off),
+ * plain and plus with these timeouts, are the bytes libfuse's fuse_add_direntry and
+ * fuse_add_direntry_plus write, else 0. */
+int pyfuse_dirent_matches_libfuse(const struct pyfuse_attr *a, const char *name, int64_t off,
+                                  double entry_timeout, double attr_timeout);
 
 void pyfuse_log_init(void);
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include <errno.h>
+#include <linux/fuse.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,41 +114,35 @@ static int dot_or_dotdot(const char *name)
     return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
-/* Add one checked entry to a low-level listing: 0, or 1 when the buffer is full. Each plus entry with attributes (but "." and "..", which
- * the kernel ignores) gives the kernel one lookup of its inode, counted here (the lock of the
- * counts is held by the caller). */
-static int ll_add(struct pyfuse_fill *f, const char *name, const struct pyfuse_attr *a,
-                  const struct stat *st, int64_t off)
+/* Add one checked entry (name, namelen bytes; a: its attributes, NULL if none, k their
+ * kernel form, v the timeouts) to a low-level listing: 0, or 1 when the buffer is full. Each
+ * plus entry with attributes (but "." and "..", which the kernel ignores) gives the kernel one
+ * lookup of its inode, counted here (the lock of the counts is held by the caller). */
+static int ll_add(struct pyfuse_fill *f, const char *name, size_t namelen,
+                  const struct pyfuse_attr *a, const struct fuse_attr *k,
+                  const struct pyfuse_valid *v, int64_t off)
 {
-    struct pyfuse_session *s = pyfuse_ll_of(f->req);
     size_t room = f->size - f->used, need;
+    char *at = f->out + f->used;
 
-    if (f->plus) {
-        struct fuse_entry_param e;
-
-        memset(&e, 0, sizeof e);
-        if (a != NULL && !dot_or_dotdot(name)) {
-            e.ino = a->ino;
-            e.attr = *st;
-            e.entry_timeout = f->entry_timeout >= 0 ? f->entry_timeout : s->cfg.entry_timeout;
-            e.attr_timeout = f->attr_timeout >= 0 ? f->attr_timeout : s->cfg.attr_timeout;
-        } else if (a != NULL) {
-            e.attr.st_ino = a->ino;
-            e.attr.st_mode = (mode_t)a->mode;
-        }
-        if (e.attr.st_ino == 0)
-            e.attr.st_ino = PYFUSE_UNKNOWN_INO;
-        need = fuse_add_direntry_plus(f->req, f->out + f->used, room, name, &e, off);
+    if (f->plus && a != NULL && !dot_or_dotdot(name)) { /* a->ino is not 0 (ll_fill checks) */
+        need = pyfuse_put_direntplus(at, room, name, namelen, a->ino, k, v, off);
         if (need > room)
             return 1;
-        if (e.ino != 0)
-            pyfuse_lookups_add(&s->lookups, e.ino, 1, 1);
-    } else {
-        struct stat st0; /* fuse_add_direntry reads st_ino and st_mode only (fuse_lowlevel.h) */
+        pyfuse_lookups_add(&pyfuse_ll_of(f->req)->lookups, a->ino, 1, 1);
+    } else if (f->plus) { /* no entry for the kernel: its inode and type at most */
+        struct fuse_attr bare;
 
-        st0.st_ino = a != NULL && a->ino != 0 ? a->ino : PYFUSE_UNKNOWN_INO;
-        st0.st_mode = a != NULL ? (mode_t)a->mode : 0;
-        need = fuse_add_direntry(f->req, f->out + f->used, room, name, &st0, off);
+        memset(&bare, 0, sizeof bare);
+        bare.ino = a != NULL && a->ino != 0 ? a->ino : PYFUSE_UNKNOWN_INO;
+        bare.mode = a != NULL ? (uint32_t)(mode_t)a->mode : 0;
+        need = pyfuse_put_direntplus(at, room, name, namelen, 0, &bare, NULL, off);
+        if (need > room)
+            return 1;
+    } else {
+        need = pyfuse_put_dirent(at, room, name, namelen,
+                                 a != NULL && a->ino != 0 ? a->ino : PYFUSE_UNKNOWN_INO,
+                                 a != NULL ? (uint32_t)(mode_t)a->mode : 0, off);
         if (need > room)
             return 1;
     }
@@ -275,15 +270,21 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
 static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *offs,
                    const char *attrs, size_t attr_stride, const char *inos, int64_t base)
 {
-    struct pyfuse_lookups *counts = &pyfuse_ll_of(f->req)->lookups;
+    struct pyfuse_session *s = pyfuse_ll_of(f->req);
+    struct pyfuse_lookups *counts = &s->lookups;
     const char *p = names, *converted = NULL;
     struct pyfuse_attr a = { 0 };
-    struct stat st;
+    struct fuse_attr k;
+    struct pyfuse_valid v;
     int64_t off;
+    size_t len;
     int i, res = 0;
 
-    if (f->plus)
+    if (f->plus) {
+        pyfuse_valid_of(&v, f->entry_timeout >= 0 ? f->entry_timeout : s->cfg.entry_timeout,
+                        f->attr_timeout >= 0 ? f->attr_timeout : s->cfg.attr_timeout);
         pthread_mutex_lock(&counts->lock); /* once a batch, not once an entry */
+    }
     for (i = 0; i < n; i++) {
         const char *ap = attrs != NULL ? attrs + (size_t)i * attr_stride : NULL;
 
@@ -302,12 +303,12 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
                 break;
             }
             if (a.mode != 0 && f->plus) /* a plain entry is its inode and mode: ll_add */
-                pyfuse_attr_to_stat(&a, &st);
+                pyfuse_attr_to_kernel(&a, &k);
             converted = ap;
         }
         if (inos != NULL) { /* the template's conversion stands; only the number changes */
             memcpy(&a.ino, inos + (size_t)i * sizeof a.ino, sizeof a.ino);
-            st.st_ino = (ino_t)a.ino;
+            k.ino = a.ino;
         }
         if (f->plus && i + PYFUSE_PREFETCH_AHEAD < n) {
             uint64_t ahead = 0;
@@ -325,9 +326,10 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
             res = -EDOM;
             break;
         }
-        if (ll_add(f, p, ap != NULL && a.mode != 0 ? &a : NULL, &st, off))
+        len = strlen(p);
+        if (ll_add(f, p, len, ap != NULL && a.mode != 0 ? &a : NULL, &k, &v, off))
             break; /* the buffer is full */
-        p += strlen(p) + 1;
+        p += len + 1;
     }
     if (f->plus)
         pthread_mutex_unlock(&counts->lock);
