@@ -4,6 +4,7 @@ every field's edge (times before 1970, values beyond 32 bits that the kernel's s
 timeouts libfuse rounds), and reach the kernel as a readdirplus listing's attributes."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Any, Optional
@@ -46,8 +47,9 @@ def test_records_are_libfuses_bytes(timeouts: tuple[float, float]) -> None:
 
 
 class Listed(ll.Operations):
-    """/ lists ATTRS' files (their own inode numbers); getattr and lookup count their calls, so
-    a stat answered without them came from the listing's attributes."""
+    """/ lists four files of four kinds, each with its own inode number and odd attributes;
+    getattr and lookup count their calls, so a stat answered without them came from the
+    listing's attributes."""
 
     def __init__(self) -> None:
         self.asked = 0
@@ -69,7 +71,7 @@ class Listed(ll.Operations):
     def lookup(self, parent: int, name: str) -> Attr:
         self.asked += 1
         if name not in self.files:
-            raise FuseError(2)
+            raise FuseError(errno.ENOENT)
         return self.files[name]
 
     def readdir(self, ino: int, offset: int, fh: int, plus: bool) -> Any:
