@@ -1,6 +1,7 @@
 /* Directory listing: the open-directory handle, the READDIR/READDIRPLUS trampoline and the batch
  * filler. Python makes one call per kernel request and hands C batches of entries (names in one
- * NUL-separated buffer, attributes in one array); the per-entry loop over libfuse's filler is here.
+ * NUL-separated buffer, attributes in one array); the per-entry loop is here: over libfuse's filler
+ * for the path API, and for the inode API into the kernel's records (dirent.c).
  *
  * Offsets given to libfuse are never 0: libfuse < 3.17.1 drops readdirplus attributes in its
  * offset-0 ("whole listing at once") mode, so positional listings are numbered base + i + 1. */
