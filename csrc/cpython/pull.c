@@ -100,20 +100,24 @@ static int names_room(struct names *b, size_t more)
 }
 
 /* The attrs' bytes of one call: on the stack for a small batch; when it outgrows that, a bytes
- * object of the whole batch's size (one allocation a batch, handed back as it is when the batch
- * is full: a copy of tens of KiB would cost more than the join it replaces). */
+ * object four times the size, up to the whole batch's (so a listing allocates at most 4x what
+ * it holds; a full batch's object is handed back as it is: a copy of tens of KiB would cost
+ * more than the join it replaces). */
 struct attr_buf {
     char *p;
     size_t len, cap;
     PyObject *obj; /* NULL while on the stack */
 };
 
-/* One entry's attr bytes (src) appended, with room made for `left` entries (this one and
- * those the batch may still take) when the stack's is outgrown. 0, or -1 with MemoryError. */
+/* One entry's attr bytes (src) appended, the room grown 4x when outgrown but never beyond
+ * `left` entries more (this one and those the batch may still take). 0, or -1 with
+ * MemoryError. */
 static int add_attr(struct attr_buf *ab, const char *src, int left)
 {
     if (ab->len + ATTR_SIZE > ab->cap) {
-        size_t cap = ab->len + (size_t)left * ATTR_SIZE;
+        size_t most = ab->len + (size_t)left * ATTR_SIZE, cap = ab->cap * 4;
+        if (cap > most)
+            cap = most;
         PyObject *obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)cap);
 
         if (obj == NULL)
