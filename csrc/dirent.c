@@ -35,16 +35,13 @@ void pyfuse_valid_of(struct pyfuse_valid *v, double entry_timeout, double attr_t
     valid_of(attr_timeout, &v->attr, &v->attr_nsec);
 }
 
-/* ns since the epoch as whole seconds and nanoseconds in [0, 1e9) (floor, for times before
- * 1970), as pyfuse_attr_to_stat makes a timespec of them */
+/* ns since the epoch in the kernel's fields: pyfuse_split_ns's split, the one
+ * pyfuse_attr_to_stat makes a timespec of */
 static void time_of(int64_t ns, uint64_t *sec, uint32_t *nsec)
 {
-    int64_t s = ns / 1000000000, r = ns % 1000000000;
+    int64_t s, r;
 
-    if (r < 0) {
-        s--;
-        r += 1000000000;
-    }
+    pyfuse_split_ns(ns, &s, &r);
     *sec = (uint64_t)s;
     *nsec = (uint32_t)r;
 }

@@ -13,6 +13,15 @@
 #define FHV(fi) pyfuse_fh(pyfuse_current(), (fi))
 #define FH(fi) ((fi) ? FHV(fi) : 0), ((fi) != NULL)
 
+static void split_timespec(int64_t ns, struct timespec *ts)
+{
+    int64_t sec, nsec;
+
+    pyfuse_split_ns(ns, &sec, &nsec);
+    ts->tv_sec = (time_t)sec;
+    ts->tv_nsec = (long)nsec;
+}
+
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
 {
     memset(st, 0, sizeof *st);
@@ -25,16 +34,9 @@ void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st)
     st->st_blocks = (blkcnt_t)a->blocks;
     st->st_rdev = (dev_t)a->rdev;
     st->st_blksize = (blksize_t)a->blksize;
-    st->st_atim.tv_sec = a->atime_ns / 1000000000;
-    st->st_atim.tv_nsec = a->atime_ns % 1000000000;
-    st->st_mtim.tv_sec = a->mtime_ns / 1000000000;
-    st->st_mtim.tv_nsec = a->mtime_ns % 1000000000;
-    st->st_ctim.tv_sec = a->ctime_ns / 1000000000;
-    st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
-    /* C division truncates toward zero: keep tv_nsec in [0, 1e9) for times before 1970. */
-    if (st->st_atim.tv_nsec < 0) { st->st_atim.tv_sec--; st->st_atim.tv_nsec += 1000000000; }
-    if (st->st_mtim.tv_nsec < 0) { st->st_mtim.tv_sec--; st->st_mtim.tv_nsec += 1000000000; }
-    if (st->st_ctim.tv_nsec < 0) { st->st_ctim.tv_sec--; st->st_ctim.tv_nsec += 1000000000; }
+    split_timespec(a->atime_ns, &st->st_atim);
+    split_timespec(a->mtime_ns, &st->st_mtim);
+    split_timespec(a->ctime_ns, &st->st_ctim);
 }
 
 /* Ask for (on = 1) or decline (0) a capability the kernel and libfuse offer; -1: the default. */

@@ -160,6 +160,20 @@ void pyfuse_ll_fill_own_dir(struct pyfuse_fill *f, struct pyfuse_dir *d);
 /* lowlevel.c: the inode API's table for this mask of operations */
 void pyfuse_ll_fill_ops(struct fuse_lowlevel_ops *ops, uint64_t opmask);
 
+/* A time in nanoseconds since the epoch as seconds and nanoseconds, the nanoseconds in
+ * [0, 1e9) for times before 1970 too (C's division truncates toward zero). */
+static inline void pyfuse_split_ns(int64_t ns, int64_t *sec, int64_t *nsec)
+{
+    int64_t s = ns / 1000000000, r = ns % 1000000000;
+
+    if (r < 0) {
+        s--;
+        r += 1000000000;
+    }
+    *sec = s;
+    *nsec = r;
+}
+
 /* ops.c */
 void pyfuse_apply_conn(struct fuse_conn_info *conn, const struct pyfuse_config *c);
 void pyfuse_attr_to_stat(const struct pyfuse_attr *a, struct stat *st);

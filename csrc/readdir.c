@@ -49,28 +49,28 @@ void pyfuse_ll_fill_timeouts(struct pyfuse_fill *f, double entry_timeout, double
 
 /* A readdirplus reply that never reaches the kernel: take back the lookups its entries
  * counted, read from the buffer itself. Each entry is the FUSE ABI's struct fuse_direntplus
- * (linux/fuse.h, stable): a struct fuse_entry_out, whose first field is the node id (0 for
- * entries that counted nothing: "." "..", entries without attributes), then a struct
- * fuse_dirent { u64 ino, off; u32 namelen, type; name }, padded to 8 bytes. The name's offset
- * is what libfuse says an entry with an 8-byte name takes, less 8. */
+ * (linux/fuse.h, stable; dirent.c writes them): a struct fuse_entry_out, whose nodeid is 0 for
+ * entries that counted nothing ("." "..", entries without attributes), then a struct
+ * fuse_dirent and its name, padded to 8 bytes. */
 static void uncount(struct pyfuse_fill *f)
 {
     struct pyfuse_lookups *t = &pyfuse_ll_of(f->req)->lookups;
-    size_t name_at, at = 0;
+    size_t at = 0;
     uint64_t held;
 
-    if (!f->plus || f->used == 0)
+    if (!f->plus)
         return;
-    name_at = fuse_add_direntry_plus(f->req, NULL, 0, "12345678", NULL, 0) - 8;
-    while (at + name_at <= f->used) {
+    while (at + FUSE_NAME_OFFSET_DIRENTPLUS <= f->used) {
         uint64_t node;
         uint32_t namelen;
 
-        memcpy(&node, f->out + at, sizeof node);
-        memcpy(&namelen, f->out + at + name_at - 8, sizeof namelen);
+        memcpy(&node, f->out + at + offsetof(struct fuse_direntplus, entry_out.nodeid),
+               sizeof node);
+        memcpy(&namelen, f->out + at + offsetof(struct fuse_direntplus, dirent.namelen),
+               sizeof namelen);
         if (node != 0)
             pyfuse_lookups_drop(t, node, 1, &held);
-        at += (name_at + namelen + 7) & ~(size_t)7;
+        at += FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET_DIRENTPLUS + namelen);
     }
 }
 
