@@ -191,8 +191,8 @@ from bench.suites import IMPLS as TREE_IMPLS  # noqa: E402  (the tree suite's da
 
 #: --impls: the tree suite's implementations, the floors of bench/floor.py (the path API's
 #: pyfuse-cffi, pyfuse-str and pyfuse-fs, the inode API's pyfuse-ll-floor: lookup and getattr
-#: cut down to a constant reply; W5 and W1 only) and the prototype of bench/proto_ll.py (W5
-#: only)
+#: cut down to a constant reply; W5 and W1 only), the prototype of bench/proto_ll.py (W5
+#: only) and the matched extras with each listing kept (the *-stored: W3n and W3s)
 IMPLS: dict[str, list[str]] = {
     **TREE_IMPLS,
     "pyfuse-cffi": FLOOR_IMPLS["pyfuse-cffi"],
@@ -207,6 +207,18 @@ IMPLS: dict[str, list[str]] = {
     # the cheapest cffi design of the inode API's lookup and getattr, outside pyfuse, with the
     # tree's own handlers (W5 only)
     "proto-ll": [sys.executable, os.path.join(HERE, "proto_ll.py")],
+    # labelled extras, matched: each directory's listing kept once made and handed out whole
+    # (pyfuse: the list returned; llfuse and pyfuse3: a C iterator over it from the offset),
+    # the binding's own cost an entry when the filesystem's is as small as its API lets it be
+    # (W3n, W3s)
+    "pyfuse-ll-stored": [*TREE_IMPLS["pyfuse-ll"], "--stored"],
+    # the same children as a dict of name to Attr: iter(d.items()), iter(d.copy().items()),
+    # list(d.items()) (docs/readdir.md's table)
+    "pyfuse-ll-items": [*TREE_IMPLS["pyfuse-ll"], "--stored", "items"],
+    "pyfuse-ll-copy": [*TREE_IMPLS["pyfuse-ll"], "--stored", "copy"],
+    "pyfuse-ll-fresh": [*TREE_IMPLS["pyfuse-ll"], "--stored", "fresh"],
+    "llfuse-stored": [*TREE_IMPLS["llfuse"], "--stored"],
+    "pyfuse3-stored": [*TREE_IMPLS["pyfuse3"], "--stored"],
     "proto-ll-addr": [sys.executable, os.path.join(HERE, "proto_ll.py"), "--by-address"],
 }
 #: --impls: (daemon flags, warm-up, work, operations it counts)

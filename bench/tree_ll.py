@@ -2,7 +2,7 @@
 (pyfuse.lowlevel), numbered as the other low-level peers number it (model.ino_of/path_of).
 
     python bench/tree_ll.py MOUNTPOINT [--single] [--nocache] [--longcache] [--tuned]
-        [--prepared] [--stats]
+        [--prepared] [--stored [SPELLING]] [--stats]
 
 The default filesystem (:class:`Tree`) is written as docs/lowlevel.md teaches: an inode table
 holding one ``Attr`` per inode (made the first time the inode is handed out, and kept, as the
@@ -12,10 +12,13 @@ those objects, ``readdir`` a generator of ``(name, attr, offset)`` with ``str`` 
 --tuned: :class:`TunedTree`, the labelled extra: listings built by C iterators from one
 attribute template per kind, as ``(name, attr, offset, ino)`` tuples. --prepared (with
 --tuned): /big's listing is built once, so that W3 shows the binding's own per-entry cost.
---longcache: timeouts of an hour (bench/callgrind.py). --stats: serve with statistics and print
-their table on stderr at exit. Every request is synchronous (plain ``def``). There is no
-``opendir``: with --dircache (``Config(no_open=True)``) the kernel sends no OPENDIR and keeps
-the listings it read (docs/caching.md), the warm rows; without it every listing is read.
+--stored: :class:`StoredTree`, a labelled extra matched with the peers' --stored (each
+directory's children kept once listed; SPELLING, how readdir hands them out: kept, items, copy
+or fresh). --longcache: timeouts of an hour (bench/callgrind.py). --stats: serve with
+statistics and print their table on stderr at exit. Every request is synchronous (plain
+``def``). There is no ``opendir``: with --dircache (``Config(no_open=True)``) the kernel sends
+no OPENDIR and keeps the listings it read (docs/caching.md), the warm rows; without it every
+listing is read.
 """
 from __future__ import annotations
 
@@ -113,6 +116,35 @@ class Tree(ll.Operations):
             yield fmt % i, self._node(first + i * step, mode), i + 1
 
 
+class StoredTree(Tree):
+    """A labelled extra (--stored), matched with the peers' --stored: each directory's
+    children kept once listed (made by the docs' generator the first time), and handed out
+    as ``spelling`` says: ``kept``, the kept list of ``(name, attr)`` tuples itself (the
+    peers' match); ``items``, ``iter(children.items())`` of a dict of name to ``Attr``;
+    ``copy``, ``iter(children.copy().items())``; ``fresh``, ``list(children.items())``."""
+
+    def __init__(self, spelling: str = "kept") -> None:
+        super().__init__()
+        self.spelling = spelling
+        self.listings: dict[int, list[tuple[str, Attr]]] = {}
+        self.dicts: dict[int, dict[str, Attr]] = {}
+
+    def readdir(self, ino: int, offset: int, fh: int, plus: bool):  # noqa: ANN201
+        kept = self.listings.get(ino)
+        if kept is None:
+            kept = self.listings[ino] = [(name, attr) for name, attr, _ in
+                                         super().readdir(ino, 0, fh, plus)]
+            self.dicts[ino] = dict(kept)
+        if self.spelling == "kept":
+            return kept
+        children = self.dicts[ino]
+        if self.spelling == "items":
+            return iter(children.items())
+        if self.spelling == "copy":
+            return iter(children.copy().items())
+        return list(children.items())
+
+
 class TunedTree(Tree):
     """The labelled extra (--tuned): the same inode table, with listings of ``(name, template,
     0, ino)`` tuples built by C iterators from one attribute template per kind (no Python frame
@@ -145,6 +177,9 @@ def main() -> None:
     p.add_argument("--longcache", action="store_true")
     p.add_argument("--tuned", action="store_true", help="TunedTree, the labelled extra")
     p.add_argument("--prepared", action="store_true", help="with --tuned: /big prepared")
+    p.add_argument("--stored", nargs="?", const="kept", choices=("kept", "items", "copy", "fresh"),
+                   help="StoredTree: each directory's children kept once listed, handed out "
+                   "as this says (a labelled extra)")
     p.add_argument("--stats", action="store_true", help="serve with stats=True (its overhead)")
     p.add_argument("--debug", action="store_true", help="libfuse's request trace, on stderr")
     p.add_argument("--dircache", action="store_true",
@@ -155,7 +190,8 @@ def main() -> None:
         else pyfuse.Config()
     if a.dircache:  # no opendir: then no OPENDIR at all, and listings kept by the kernel
         cfg = dataclasses.replace(cfg, no_open=True)
-    ops = TunedTree(a.prepared) if a.tuned or a.prepared else Tree()
+    ops = TunedTree(a.prepared) if a.tuned or a.prepared else StoredTree(a.stored) if a.stored \
+        else Tree()
     if a.debug:
         logging.basicConfig(level=logging.DEBUG)
     s = ll.Session(ops, a.mountpoint, threads=not a.single, config=cfg,

@@ -87,8 +87,9 @@ def test_sizes_and_modes(mount_ops, mnt, n, mode, as_list):
 
 
 def test_list_is_sliced_not_copied(mount_ops, mnt):
-    """A returned list is served by slicing it a batch at a time, and each entry goes out once
-    across the requests; scandir sees readdirplus attributes from it."""
+    """A returned list is served a batch at a time (stepped by C where pyfuse._pull is
+    offered, else sliced), and each entry goes out once across the requests; scandir sees
+    readdirplus attributes from it."""
     ops = Listing(5000, "attrs", as_list=True)
     mount_ops(ops)
     with os.scandir(os.path.join(mnt, "d")) as it:
@@ -320,7 +321,7 @@ def _read(libc, d, k):
 
 
 @pytest.mark.parametrize("as_list", [False, True], ids=["generator", "list"])
-@pytest.mark.parametrize("mode", ["names", "offsets"])
+@pytest.mark.parametrize("mode", ["names", "tuples", "offsets"])
 def test_telldir_seekdir_rewinddir(mount_ops, mnt, mode, as_list):
     mount_ops(Listing(3000, mode, as_list=as_list))
     libc = _libc()

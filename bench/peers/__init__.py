@@ -24,6 +24,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dircache", action="store_true")
     # libfuse's request trace on stderr (bench/requests.py counts the requests in it)
     p.add_argument("--debug", action="store_true")
+    # a labelled extra (bench/callgrind.py's llfuse-stored, pyfuse3-stored): each directory's
+    # listing kept once made, and handed out by a C iterator over it (InodeTree.entries)
+    p.add_argument("--stored", action="store_true")
     return p.parse_args(argv)
 
 
@@ -49,11 +52,13 @@ class InodeTree:
     handed out and kept; ``children``: (parent, name) to the child's, filled by lookup), as an
     inode filesystem keeps one in memory."""
 
-    def __init__(self, cls: type, timeout: float) -> None:
+    def __init__(self, cls: type, timeout: float, stored: bool = False) -> None:
         self.cls = cls
         self.t = timeout
         self.attrs: dict[int, object] = {}
         self.children: dict[tuple[int, bytes], object] = {}
+        #: --stored: each directory's (name, attributes, next offset) list, kept once made
+        self.listings: dict[int, list[tuple[bytes, object, int]]] | None = {} if stored else None
 
     def node(self, ino: int, mode: int) -> object:
         a = self.attrs.get(ino)
@@ -84,7 +89,17 @@ class InodeTree:
         return a
 
     def entries(self, ino: int, off: int):  # noqa: ANN201
-        """(name, attributes, next offset) of directory ``ino`` from offset ``off``."""
+        """(name, attributes, next offset) of directory ``ino`` from offset ``off``; with
+        --stored, an iterator (C's, no Python frame an entry) over the directory's kept list,
+        made by the generator below the first time."""
+        if self.listings is not None:
+            kept = self.listings.get(ino)
+            if kept is None:
+                kept = self.listings[ino] = list(self._entries(ino, 0))
+            return map(kept.__getitem__, range(off, len(kept)))  # (islice would step to off)
+        return self._entries(ino, off)
+
+    def _entries(self, ino: int, off: int):  # noqa: ANN202
         path = model.path_of(ino) or "/nonexistent"
         if path == "/":
             for k, name in enumerate(model.TOP[off:], off):

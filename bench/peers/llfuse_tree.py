@@ -10,9 +10,9 @@ from . import InodeTree, parse, timeout
 
 
 class Tree(llfuse.Operations):
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, stored: bool = False) -> None:
         super().__init__()
-        self.tree = InodeTree(llfuse.EntryAttributes, timeout)
+        self.tree = InodeTree(llfuse.EntryAttributes, timeout, stored)
 
     def getattr(self, inode, ctx=None):
         a = self.tree.attr(inode)
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.debug:  # pyfuse.compat logs libfuse's trace on the pyfuse logger
         import logging
         logging.basicConfig(level=logging.DEBUG)
-    llfuse.init(Tree(timeout(args)), args.mountpoint,
+    llfuse.init(Tree(timeout(args), args.stored), args.mountpoint,
                 ["fsname=llfuse-tree", *(["debug"] if args.debug else [])])
     try:
         llfuse.main(workers=1 if args.single else None)

@@ -11,9 +11,9 @@ from . import InodeTree, parse, timeout
 
 
 class Tree(pyfuse3.Operations):
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, stored: bool = False) -> None:
         super().__init__()
-        self.tree = InodeTree(pyfuse3.EntryAttributes, timeout)
+        self.tree = InodeTree(pyfuse3.EntryAttributes, timeout, stored)
 
     async def getattr(self, inode, ctx=None):
         a = self.tree.attr(inode)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     opts.add("fsname=pyfuse3-tree")
     if args.debug:
         opts.add("debug")
-    pyfuse3.init(Tree(timeout(args)), args.mountpoint, opts)
+    pyfuse3.init(Tree(timeout(args), args.stored), args.mountpoint, opts)
     try:
         trio.run(pyfuse3.main, 1, 1 if args.single else 99)
     finally:

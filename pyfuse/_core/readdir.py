@@ -213,6 +213,9 @@ class Listings:
         for :meth:`_continue`."""
         t = r.__class__
         b: Optional[Batch] = None
+        if (t is list or t is tuple) and PULL is not None and self.timer is None:
+            r = iter(r)  # pulled in C as an iterator's entries are: no columns split
+            t = r.__class__
         if t is list or t is tuple:
             if len(r) > READDIR_BATCH:
                 return None
@@ -268,8 +271,18 @@ class Listings:
         convert = None
         if type(r) is Converted:
             r, convert = r
-        if type(r) is list or type(r) is tuple:  # served by slicing: no iterator to step
-            st = DirStream(None, r)
+        if type(r) is list or type(r) is tuple:
+            if PULL is not None and self.timer is None and convert is None:
+                # stepped by C's pull, as an iterator is (cheaper than slicing and splitting
+                # a batch into columns); a restart at an offset starts the iterator there
+                it: Any = iter(r)
+                if skip:
+                    skip = min(skip, len(r))
+                    it.__setstate__(skip)
+                st = DirStream(it)
+                st.pos = st.next_off = skip
+                return st
+            st = DirStream(None, r)  # served by slicing: no iterator to step
         elif hasattr(r, "__anext__") or hasattr(r, "__aiter__"):
             if self.defer is None:
                 aclose_now(r)
