@@ -246,10 +246,9 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
         if (nul == NULL && i != n - 1)
             return -EINVAL;
         if (dedup) {
-            uint32_t h = PYFUSE_NAME_HASH0;
+            uint32_t h;
 
-            for (size_t k = 0; k < len; k++)
-                h = pyfuse_name_hash(h, (unsigned char)p[k]);
+            (void)pyfuse_name_scan(p, len, &h); /* (its bytes checked above) */
             for (h &= DUP_SLOTS - 1; seen[h] != NULL; h = (h + 1) & (DUP_SLOTS - 1))
                 if (strncmp(seen[h], p, len) == 0 && seen[h][len] == '\0')
                     return -EEXIST;

@@ -185,6 +185,28 @@ def test_stops_at_an_entry_it_does_not_take(bad):
 
 @needs_pull
 @pytest.mark.nofuse
+@pytest.mark.parametrize("length", range(1, 42))
+def test_every_byte_of_a_name_is_checked(length):
+    """csrc/names.h reads a name a word at a time (its last word overlapping the one before,
+    a short name as overlapping halves or as three bytes): a '/' or NUL at any position of
+    a name of any length stops the pull at that entry; names alike but for one byte are all
+    taken, and a name twice is not."""
+    for pos in range(length):
+        for bad in ("/", "\0"):
+            name = "x" * pos + bad + "x" * (length - pos - 1)
+            assert _pull.pull(iter([("ok", None), (name, None)]), 512)[1] == 1, (name, pos)
+    alike = ["x" * length] + ["x" * pos + "y" + "x" * (length - pos - 1)
+                              for pos in range(length)]
+    alike += ["x" * pos + "\x01" + "x" * (length - pos - 1) for pos in range(length)]
+    alike = list(dict.fromkeys(alike))
+    entries = [(n, None) for n in alike]
+    blob, k, *_ = _pull.pull(iter(entries), 512)
+    assert k == len(alike) and blob == "\0".join(alike).encode()
+    assert _pull.pull(iter([*entries, (alike[-1], None)]), 512)[1] == len(alike)  # the repeat
+
+
+@needs_pull
+@pytest.mark.nofuse
 def test_long_names_outgrow_the_stack_buffer():
     entries = [(f"{i:03d}" + "n" * 252, None) for i in range(512)]  # 128 KiB of names
     blob, k, *_ = _pull.pull(iter(entries), 512)
@@ -378,15 +400,17 @@ def test_an_error_mid_listing_surfaces_on_the_next_request(mount_ops, mnt, fail_
 @pytest.mark.parametrize("name", [
     "", "/", "a/b", "nul\0inside", "x" * 255, "x" * 256, "é" * 127, "é" * 128, ".", "..",
     "b\udcff", b"raw\xff", b"a/b", "ok",  # "ok": the same name twice
+    "abcdefg/", "abcdefgh/", "/abcdefghijklmno", "abcdefghijklmn\0", "abc\0", "ab/",
 ])
 def test_c_and_the_filler_refuse_the_same_names(mount_ops, mnt, name):
     """pull.c checks names as csrc/readdir.c's check_names does (a batch C packed skips that
-    check): a listing of ["ok", name] served from a list (Python packs it, the filler checks
-    it) and from a generator (C pulls it) ends the same way."""
+    check): a listing of ["ok", name] served as DirEntry objects (Python packs them, the
+    filler checks them) and as tuples (C pulls them) ends the same way."""
     class Both(Listing):
         def readdir(self, path, offset, fh, plus):
-            entries = [("ok", Attr(mode=FILE)), (name, Attr(mode=FILE))]
-            return entries if path == "/d" else iter(entries)
+            if path == "/d":
+                return [DirEntry("ok", Attr(mode=FILE)), DirEntry(name, Attr(mode=FILE))]
+            return iter([("ok", Attr(mode=FILE)), (name, Attr(mode=FILE))])
 
         def getattr(self, path, fh):
             if path in ("/", "/d", "/g"):
@@ -401,7 +425,8 @@ def test_c_and_the_filler_refuse_the_same_names(mount_ops, mnt, name):
         except OSError as e:
             seen.append(e.errno)
     assert seen[0] == seen[1]
-    if name in ("", "/", "a/b", "nul\0inside", "x" * 256, "é" * 128, b"a/b", "ok"):
+    if name in ("", "/", "a/b", "nul\0inside", "x" * 256, "é" * 128, b"a/b", "ok",
+                "abcdefg/", "abcdefgh/", "/abcdefghijklmno", "abcdefghijklmn\0", "abc\0", "ab/"):
         assert seen[0] == errno.EIO  # refused: the listing fails
     else:
         assert isinstance(seen[0], list)  # taken: the listing is served

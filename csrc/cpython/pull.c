@@ -157,8 +157,8 @@ struct seen {
     uint32_t hash0; /* the first entry's hash, put in the table when the second comes */
 };
 
-/* Whether entry k's name (len bytes, copied at b->p + at, FNV-1a hash h) is new to the batch;
- * records it if so. */
+/* Whether entry k's name (len bytes, copied at b->p + at, hash h: pyfuse_name_scan) is new
+ * to the batch; records it if so. */
 static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_t len,
                   uint32_t h)
 {
@@ -191,7 +191,7 @@ static int take_name(struct pull_state *s, struct names *b, struct seen *t, int 
     Py_ssize_t len;
     const char *u;
     unsigned char *p;
-    uint32_t h = PYFUSE_NAME_HASH0;
+    uint32_t h;
     int kind = 1;
 
     if (PyUnicode_CheckExact(name)) {
@@ -219,11 +219,8 @@ static int take_name(struct pull_state *s, struct names *b, struct seen *t, int 
     p = (unsigned char *)b->p + b->len;
     memcpy(p, u, (size_t)len);
     p[len] = '\0';
-    for (Py_ssize_t i = 0; i < len; i++) { /* checked and hashed in one pass */
-        if (!pyfuse_name_byte(p[i]))
-            return 0;
-        h = pyfuse_name_hash(h, p[i]);
-    }
+    if (!pyfuse_name_scan(p, (size_t)len, &h)) /* checked and hashed in one pass */
+        return 0;
     if (!unseen(t, b, k, b->len, (size_t)len, h))
         return 0;
     b->len += (size_t)len + 1;
