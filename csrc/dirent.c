@@ -64,16 +64,22 @@ void pyfuse_attr_to_kernel(const struct pyfuse_attr *a, struct fuse_attr *k)
     k->blksize = (uint32_t)(blksize_t)a->blksize;
 }
 
-/* The dirent part of a record at d: its name and the padding to 8 bytes zeroed. */
+/* The dirent part of a record at d (padded bytes, a multiple of 8): its name and the padding
+ * to 8 bytes zeroed. The padding (0 to 7 bytes) is in the record's last 8-byte word, which
+ * lies within the name's bytes when there is a name (padded >= FUSE_NAME_OFFSET + 8): that
+ * word is zeroed first, by one store, and the name written over it. */
 static void put_dirent(struct fuse_dirent *d, const char *name, size_t namelen, uint64_t ino,
                        uint32_t mode, int64_t off, size_t padded)
 {
+    static const uint64_t zero;
+
     d->ino = ino;
     d->off = (uint64_t)off;
     d->namelen = (uint32_t)namelen;
     d->type = (mode & S_IFMT) >> 12;
+    if (padded >= FUSE_NAME_OFFSET + sizeof zero)
+        memcpy(d->name + (padded - FUSE_NAME_OFFSET - sizeof zero), &zero, sizeof zero);
     memcpy(d->name, name, namelen);
-    memset(d->name + namelen, 0, padded - FUSE_NAME_OFFSET - namelen);
 }
 
 size_t pyfuse_put_dirent(char *buf, size_t room, const char *name, size_t namelen, uint64_t ino,

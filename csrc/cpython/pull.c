@@ -154,7 +154,8 @@ static PyObject *take_attrs(struct attr_buf *ab)
 struct seen {
     uint16_t slot[SLOTS];
     uint32_t at[MAX_BATCH];
-    uint32_t hash0; /* the first entry's hash, put in the table when the second comes */
+    uint32_t hash[MAX_BATCH]; /* each entry's: a probe compares names only on equal hashes
+                                 (the first entry's put in the table when the second comes) */
 };
 
 /* Whether entry k's name (len bytes, copied at b->p + at, hash h: pyfuse_name_scan) is new
@@ -163,23 +164,24 @@ static int unseen(struct seen *t, const struct names *b, int k, size_t at, size_
                   uint32_t h)
 {
     const char *p = b->p + at;
+    uint32_t i;
 
     t->at[k] = (uint32_t)at;
-    if (k == 0) {
-        t->hash0 = h;
+    t->hash[k] = h;
+    if (k == 0)
         return 1;
-    }
     if (k == 1) { /* the table, with the first entry in it */
         memset(t->slot, 0, sizeof t->slot);
-        t->slot[t->hash0 & (SLOTS - 1)] = 1;
+        t->slot[t->hash[0] & (SLOTS - 1)] = 1;
     }
-    for (h &= SLOTS - 1; t->slot[h] != 0; h = (h + 1) & (SLOTS - 1)) {
-        const char *q = b->p + t->at[t->slot[h] - 1];
+    for (i = h & (SLOTS - 1); t->slot[i] != 0; i = (i + 1) & (SLOTS - 1)) {
+        int j = t->slot[i] - 1;
+        const char *q = b->p + t->at[j];
 
-        if (memcmp(q, p, len) == 0 && q[len] == '\0')
+        if (t->hash[j] == h && memcmp(q, p, len) == 0 && q[len] == '\0')
             return 0;
     }
-    t->slot[h] = (uint16_t)(k + 1);
+    t->slot[i] = (uint16_t)(k + 1);
     return 1;
 }
 
@@ -287,6 +289,10 @@ static PyObject *pull(PyObject *module, PyObject *args)
     struct pull_state *s = PyModule_GetState(module);
     PyObject *it, *a0 = NULL, *attrs = NULL, *rest = Py_None, *err = Py_None, *res = NULL;
     PyObject *blob, *off_blob = NULL, *ino_blob = NULL;
+    /* the entries' attrs once one has its own (own): references held here, made a tuple only
+       if the batch is handed back unpacked */
+    PyObject *refs[MAX_BATCH];
+    int own = 0, nrefs = 0;
     char stack[STACK_NAMES], astack[STACK_ATTRS * ATTR_SIZE];
     struct names b = { stack, 0, sizeof stack, 0 };
     struct attr_buf ab = { astack, 0, sizeof astack, NULL }; /* the attrs' while packed is 1 */
@@ -366,16 +372,12 @@ static PyObject *pull(PyObject *module, PyObject *args)
         if (k == 0) {
             a0 = attr;
             Py_INCREF(a0);
-        } else if (attrs != NULL || attr != a0) {
-            if (attrs == NULL) { /* the first entry with an attr of its own */
-                attrs = PyTuple_New(n);
-                if (attrs == NULL) {
-                    Py_DECREF(e);
-                    goto fail;
-                }
-                for (int i = 0; i < k; i++) {
+        } else if (own || attr != a0) {
+            if (!own) { /* the first entry with an attr of its own */
+                own = 1;
+                for (; nrefs < k; nrefs++) {
                     Py_INCREF(a0);
-                    PyTuple_SetItem(attrs, i, a0);
+                    refs[nrefs] = a0;
                 }
                 packed = attr_bytes(s, a0) != NULL; /* a0 is an Attr: k copies of its bytes */
                 for (int i = 0; packed && i < k; i++) {
@@ -386,7 +388,7 @@ static PyObject *pull(PyObject *module, PyObject *args)
                 }
             }
             Py_INCREF(attr);
-            PyTuple_SetItem(attrs, k, attr);
+            refs[nrefs++] = attr;
             if (packed) { /* every attr so far an Attr: its bytes copied as it comes */
                 const char *src = attr_bytes(s, attr);
 
@@ -398,14 +400,6 @@ static PyObject *pull(PyObject *module, PyObject *args)
             }
         }
         Py_DECREF(e);
-    }
-    if (attrs != NULL && k < n) { /* the entries' attrs, k of them */
-        PyObject *cut = PyTuple_GetSlice(attrs, 0, k);
-
-        if (cut == NULL)
-            goto fail;
-        Py_DECREF(attrs);
-        attrs = cut;
     }
     if (any_off) {
         off_blob = PyBytes_FromStringAndSize((const char *)offs,
@@ -421,15 +415,20 @@ static PyObject *pull(PyObject *module, PyObject *args)
         if (ino_blob == NULL)
             goto fail;
     }
-    /* every entry taken, each with an Attr of its own: their bytes instead of the tuple */
-    packed = packed && attrs != NULL && rest == Py_None && err == Py_None;
+    /* every entry taken, each with an Attr of its own: their bytes instead of a tuple; else
+       the tuple of the k attrs (its references taken from refs) */
+    packed = packed && own && rest == Py_None && err == Py_None;
     if (packed) {
-        PyObject *pk = take_attrs(&ab);
-
-        if (pk == NULL)
+        attrs = take_attrs(&ab);
+        if (attrs == NULL)
             goto fail;
-        Py_DECREF(attrs);
-        attrs = pk;
+    } else if (own) {
+        attrs = PyTuple_New(nrefs);
+        if (attrs == NULL)
+            goto fail;
+        for (int i = 0; i < nrefs; i++)
+            PyTuple_SetItem(attrs, i, refs[i]);
+        nrefs = 0;
     }
     blob = PyBytes_FromStringAndSize(b.p, b.len ? (Py_ssize_t)b.len - 1 : 0);
     if (blob != NULL)
@@ -444,6 +443,8 @@ fail:
         PyMem_Free(b.p);
     Py_XDECREF(ab.obj);
     Py_XDECREF(a0);
+    while (nrefs > 0)
+        Py_DECREF(refs[--nrefs]);
     Py_XDECREF(attrs);
     Py_XDECREF(off_blob);
     Py_XDECREF(ino_blob);
