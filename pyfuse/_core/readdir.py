@@ -213,8 +213,9 @@ class Listings:
         for :meth:`_continue`."""
         t = r.__class__
         b: Optional[Batch] = None
-        if (t is list or t is tuple) and PULL is not None and self.timer is None:
-            r = iter(r)  # pulled in C as an iterator's entries are: no columns split
+        if (t is list or t is tuple) and PULL is not None and self.timer is None and r \
+                and r[0].__class__ is tuple:
+            r = iter(r)  # the docs' tuples: pulled in C as an iterator's are, no columns split
             t = r.__class__
         if t is list or t is tuple:
             if len(r) > READDIR_BATCH:
@@ -272,9 +273,12 @@ class Listings:
         if type(r) is Converted:
             r, convert = r
         if type(r) is list or type(r) is tuple:
-            if PULL is not None and self.timer is None and convert is None:
-                # stepped by C's pull, as an iterator is (cheaper than slicing and splitting
-                # a batch into columns); a restart at an offset starts the iterator there
+            if PULL is not None and self.timer is None and convert is None and r \
+                    and r[0].__class__ is tuple:
+                # the docs' tuples: stepped by C's pull, as an iterator is (cheaper than
+                # slicing and splitting a batch into columns; a list of names or DirEntry
+                # objects is not: C would hand it back to Python at its first entry); a
+                # restart at an offset starts the iterator there
                 it: Any = iter(r)
                 if skip:
                     skip = min(skip, len(r))
