@@ -332,11 +332,18 @@ def _listed(mnt):
     lambda i: (f"f{i:05d}".encode(), Attr(mode=FILE, size=i)),
     lambda i: (f"f{i:05d}", Attr(mode=FILE, size=i), False),  # an offset C leaves to Python
 ], ids=["DirEntry", "bytes name", "bool offset"])
-def test_a_listing_that_changes_shape(mount_ops, mnt, odd):
+@pytest.mark.parametrize("as_list", [False, True], ids=["generator", "list"])
+def test_a_listing_that_changes_shape(mount_ops, mnt, odd, as_list):
+    """A listing of the docs' tuples with other shapes among them (a returned list is pulled
+    by C too, since its first entry is a tuple): C hands each batch back to Python at the
+    odd entry, and every entry is listed with its attributes."""
+    def entries():
+        for i in range(2000):
+            yield odd(i) if i % 700 == 300 else (f"f{i:05d}", Attr(mode=FILE, size=i))
+
     class Changing(Listing):
         def readdir(self, path, offset, fh, plus):
-            for i in range(2000):
-                yield odd(i) if i % 700 == 300 else (f"f{i:05d}", Attr(mode=FILE, size=i))
+            return list(entries()) if as_list else entries()
 
     mount_ops(Changing())
     assert _listed(mnt) == {f"f{i:05d}": i for i in range(2000)}
