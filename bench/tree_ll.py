@@ -134,10 +134,11 @@ class StoredTree(Tree):
         if kept is None:
             kept = self.listings[ino] = [(name, attr) for name, attr, _ in
                                          super().readdir(ino, 0, fh, plus)]
-            self.dicts[ino] = dict(kept)
         if self.spelling == "kept":
             return kept
-        children = self.dicts[ino]
+        children = self.dicts.get(ino)
+        if children is None:
+            children = self.dicts[ino] = dict(kept)
         if self.spelling == "items":
             return iter(children.items())
         if self.spelling == "copy":

@@ -86,11 +86,12 @@ def test_sizes_and_modes(mount_ops, mnt, n, mode, as_list):
 # needs that GIL (docs/testing.md). Same request for the kernel either way.
 
 
-def test_list_is_sliced_not_copied(mount_ops, mnt):
-    """A returned list is served a batch at a time (stepped by C where pyfuse._pull is
-    offered, else sliced), and each entry goes out once across the requests; scandir sees
-    readdirplus attributes from it."""
-    ops = Listing(5000, "attrs", as_list=True)
+@pytest.mark.parametrize("mode", ["attrs", "tuples", "tuples3"])
+def test_list_is_sliced_not_copied(mount_ops, mnt, mode):
+    """A returned list is served a batch at a time (a list of DirEntry objects sliced; one of
+    tuples stepped by C where pyfuse._pull is offered), and each entry goes out once across
+    the requests; scandir sees readdirplus attributes from it."""
+    ops = Listing(5000, mode, as_list=True)
     mount_ops(ops)
     with os.scandir(os.path.join(mnt, "d")) as it:
         sizes = [(e.name, os.lstat(e.path).st_size) for e in it]
@@ -321,7 +322,7 @@ def _read(libc, d, k):
 
 
 @pytest.mark.parametrize("as_list", [False, True], ids=["generator", "list"])
-@pytest.mark.parametrize("mode", ["names", "tuples", "offsets"])
+@pytest.mark.parametrize("mode", ["names", "tuples", "tuples3", "offsets"])
 def test_telldir_seekdir_rewinddir(mount_ops, mnt, mode, as_list):
     mount_ops(Listing(3000, mode, as_list=as_list))
     libc = _libc()
