@@ -261,6 +261,11 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
     return -EINVAL; /* more names than n */
 }
 
+/* What a plain listing reads of an entry's struct pyfuse_attr: its first two fields. */
+#define PLAIN_FIELDS offsetof(struct pyfuse_attr, nlink)
+_Static_assert(offsetof(struct pyfuse_attr, mode) == 0 && offsetof(struct pyfuse_attr, ino) == 8
+               && PLAIN_FIELDS == 16, "struct pyfuse_attr starts with mode and ino");
+
 /* pyfuse_fill's loop for a low-level listing (names already checked). Each entry is checked
  * as it goes in: an offset <= 0 (-ERANGE), a mode without a valid file type (-EBADMSG), or for
  * readdirplus attributes with inode 0 on a name other than "." and ".." (-EDOM) end the batch
@@ -297,12 +302,15 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
             break;
         }
         if (ap != NULL && ap != converted) {
-            memcpy(&a, ap, sizeof a);
+            if (f->plus)
+                memcpy(&a, ap, sizeof a);
+            else /* a plain entry is its mode and inode (ll_add), the struct's first fields */
+                memcpy(&a, ap, PLAIN_FIELDS);
             if (a.mode != 0 && !pyfuse_valid_type(a.mode)) {
                 res = -EBADMSG;
                 break;
             }
-            if (a.mode != 0 && f->plus) /* a plain entry is its inode and mode: ll_add */
+            if (a.mode != 0 && f->plus)
                 pyfuse_attr_to_kernel(&a, &k);
             converted = ap;
         }
@@ -363,6 +371,8 @@ int pyfuse_fill_checked(struct pyfuse_fill *f, const char *names, int n, const c
         return 0;
     if (f->req != NULL)
         return ll_fill(f, names, n, offs, attrs, attr_stride, inos, base);
+    if (!f->plus) /* libfuse's plain listing reads an entry's st_ino and st_mode, no more */
+        memset(&st, 0, sizeof st);
     for (int i = 0; i < n; i++) {
         const struct stat *sp = NULL;
         enum fuse_fill_dir_flags fl = 0;
@@ -375,11 +385,18 @@ int pyfuse_fill_checked(struct pyfuse_fill *f, const char *names, int n, const c
         if (off <= 0)
             return -ERANGE;
         if (ap != NULL && ap != converted) { /* a shared attribute is converted once */
-            memcpy(&a, ap, sizeof a);
+            if (f->plus)
+                memcpy(&a, ap, sizeof a);
+            else
+                memcpy(&a, ap, PLAIN_FIELDS);
             if (a.mode != 0 && !pyfuse_valid_type(a.mode))
                 return -EBADMSG;
-            if (a.mode != 0)
+            if (a.mode != 0 && f->plus) {
                 pyfuse_attr_to_stat(&a, &st);
+            } else if (a.mode != 0) {
+                st.st_mode = (mode_t)a.mode;
+                st.st_ino = (ino_t)a.ino;
+            }
             converted = ap;
         }
         if (ap != NULL && a.mode != 0) {

@@ -3,14 +3,18 @@ from the filesystem's iterator and packed in C, and the readdir engine's use of 
 (pyfuse._core.batch.pull): the same listings, the same errors, as the batches Python packs."""
 from __future__ import annotations
 
+import ctypes
 import errno
+import logging
 import os
 import stat
 import sys
 
 import pytest
+from test_readdir import _opcodes  # noqa: E402
 
 import pyfuse
+import pyfuse.lowlevel as ll
 from pyfuse import Attr, DirEntry, FuseError, _pull
 from pyfuse._core import batch as B
 from pyfuse._core.convert import pack_attr
@@ -437,3 +441,115 @@ def test_c_and_the_filler_refuse_the_same_names(mount_ops, mnt, name):
         assert seen[0] == errno.EIO  # refused: the listing fails
     else:
         assert isinstance(seen[0], list)  # taken: the listing is served
+
+
+# What a plain READDIR's batch left over can reach a READDIRPLUS of the same listing (the
+# kernel's adaptive mode asks for attributes again once the reader looks a name up): those
+# entries go there with their attributes.
+
+def _getdents(fd, size=4096):
+    """One getdents64(2) of ``fd`` (one READDIR or READDIRPLUS request of ``size`` bytes):
+    its entries as (name, d_ino, d_type)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.getdents64.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    libc.getdents64.restype = ctypes.c_ssize_t
+    buf = ctypes.create_string_buffer(size)
+    n = libc.getdents64(fd, buf, size)
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "getdents64")
+    out, raw, at = [], buf.raw, 0
+    while at < n:  # struct linux_dirent64: d_ino, d_off, d_reclen (u16), d_type (u8), name
+        reclen = int.from_bytes(raw[at + 16:at + 18], "little")
+        name = raw[at + 19:at + reclen].split(b"\0", 1)[0].decode()
+        out.append((name, int.from_bytes(raw[at:at + 8], "little"), raw[at + 18]))
+        at += reclen
+    return out
+
+
+def _mixed_name(i):
+    """Short names first (beyond the listing's first batch, which READDIRPLUS pulls), then
+    long ones: the engine sizes a batch by the entries the last full request took, so the
+    first batch of long names is more than a request holds."""
+    return f"s{i:04d}" if i < 600 else f"l{i:04d}" + "x" * 120
+
+
+MIXED = 900
+
+
+def _mixed_index(name):
+    return int(name[1:5])
+
+
+class MixedPath(Listing):
+    def getattr(self, path, fh):
+        if path in ("/", "/d"):
+            return Attr(mode=stat.S_IFDIR | 0o755, nlink=2)
+        i = _mixed_index(os.path.basename(path))
+        return Attr(mode=FILE, ino=1000 + i, size=i)
+
+    def readdir(self, path, offset, fh, plus):
+        return ((_mixed_name(i), Attr(mode=FILE, ino=1000 + i, size=i)) for i in range(MIXED))
+
+
+class MixedInode(ll.Operations):
+    """The same listing as the root of an inode-API filesystem."""
+
+    def lookup(self, parent, name):
+        i = _mixed_index(name)
+        if parent != 1 or not 0 <= i < MIXED or name != _mixed_name(i):
+            raise FuseError(errno.ENOENT)
+        return Attr(mode=FILE, ino=1000 + i, size=i)
+
+    def getattr(self, ino, fh):
+        if ino == 1:
+            return Attr(mode=stat.S_IFDIR | 0o755, ino=1, nlink=2)
+        return Attr(mode=FILE, ino=ino, size=ino - 1000)
+
+    def readdir(self, ino, offset, fh, plus):
+        return ((_mixed_name(i), Attr(mode=FILE, ino=1000 + i, size=i)) for i in range(MIXED))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("api", ["path", "inode"])
+def test_a_plain_batch_left_over_for_a_readdirplus(mount_ops, mnt, caplog, api):
+    """A listing read a request at a time (getdents64 of 4 KiB): READDIRPLUS at its start,
+    plain READDIR after, then, once the reader looks up a name the listing has not reached,
+    READDIRPLUS again, which gets what the last plain batch left over. Every entry is listed
+    once with its type and inode, and every stat after is right; the inode API's READDIRPLUS
+    gives each entry's attributes (one lookup counted for each; a batch that kept only what a
+    plain READDIR sends would have sent them bare)."""
+    caplog.set_level(logging.DEBUG, logger="pyfuse")
+    s = mount_ops(MixedPath() if api == "path" else MixedInode(), debug=True)
+    d = mnt if api == "inode" else os.path.join(mnt, "d")
+    os.stat(d)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    seen, bare = [], None
+    try:
+        caplog.clear()
+        while True:
+            got = _getdents(fd)
+            seen += got
+            if not got:
+                break
+            if bare is None and any(n.startswith("l") for n, _, _ in got):
+                # a name not listed yet: its LOOKUP makes the next request a READDIRPLUS
+                held = s.lookups_held()[1] if api == "inode" else 0
+                os.stat(os.path.join(d, _mixed_name(MIXED - 1)))
+                plus = _getdents(fd)
+                seen += plus
+                # each entry sent with attributes counts one lookup (and the stat's)
+                bare = len(plus) + 1 - (s.lookups_held()[1] - held) if api == "inode" else 0
+    finally:
+        os.close(fd)
+    ops = [o for o in _opcodes(caplog) if o.startswith("READDIR")]
+    assert "READDIR" in ops and ops.index("READDIRPLUS", ops.index("READDIR")) > 0, ops
+    names = [n for n, _, _ in seen if n not in (".", "..")]
+    assert names == [_mixed_name(i) for i in range(MIXED)]
+    assert all(t == 8 for n, _, t in seen if n not in (".", "..")), seen  # DT_REG
+    if api == "inode":
+        assert [ino for n, ino, _ in seen if n not in (".", "..")] == \
+            [1000 + i for i in range(MIXED)]
+        assert bare == 0  # the plain batch's rest went with its attributes
+    for i in range(MIXED):
+        st = os.stat(os.path.join(d, _mixed_name(i)))
+        assert (st.st_size, stat.S_IFMT(st.st_mode)) == (i, stat.S_IFREG), _mixed_name(i)
