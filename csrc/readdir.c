@@ -266,6 +266,17 @@ static int check_names(const char *names, size_t names_len, int n, int dup_names
 _Static_assert(offsetof(struct pyfuse_attr, mode) == 0 && offsetof(struct pyfuse_attr, ino) == 8
                && PLAIN_FIELDS == 16, "struct pyfuse_attr starts with mode and ino");
 
+/* Entry attributes ap (packed, any alignment) read into *a: whole for a READDIRPLUS, only
+ * mode and ino for a plain READDIR (its other fields keep what they held). Two fixed-size
+ * copies, not one of a variable size (that would be a libc call an entry). */
+static inline void read_attr(struct pyfuse_attr *a, const char *ap, int plus)
+{
+    if (plus)
+        memcpy(a, ap, sizeof *a);
+    else
+        memcpy(a, ap, PLAIN_FIELDS);
+}
+
 /* pyfuse_fill's loop for a low-level listing (names already checked). Each entry is checked
  * as it goes in: an offset <= 0 (-ERANGE), a mode without a valid file type (-EBADMSG), or for
  * readdirplus attributes with inode 0 on a name other than "." and ".." (-EDOM) end the batch
@@ -302,10 +313,7 @@ static int ll_fill(struct pyfuse_fill *f, const char *names, int n, const char *
             break;
         }
         if (ap != NULL && ap != converted) {
-            if (f->plus)
-                memcpy(&a, ap, sizeof a);
-            else /* a plain entry is its mode and inode (ll_add), the struct's first fields */
-                memcpy(&a, ap, PLAIN_FIELDS);
+            read_attr(&a, ap, f->plus); /* a plain entry is its mode and inode: ll_add */
             if (a.mode != 0 && !pyfuse_valid_type(a.mode)) {
                 res = -EBADMSG;
                 break;
@@ -385,10 +393,7 @@ int pyfuse_fill_checked(struct pyfuse_fill *f, const char *names, int n, const c
         if (off <= 0)
             return -ERANGE;
         if (ap != NULL && ap != converted) { /* a shared attribute is converted once */
-            if (f->plus)
-                memcpy(&a, ap, sizeof a);
-            else
-                memcpy(&a, ap, PLAIN_FIELDS);
+            read_attr(&a, ap, f->plus);
             if (a.mode != 0 && !pyfuse_valid_type(a.mode))
                 return -EBADMSG;
             if (a.mode != 0 && f->plus) {
